@@ -1,0 +1,3 @@
+from podium.cli import app
+
+app(prog_name="podium")

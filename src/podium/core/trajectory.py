@@ -1,0 +1,100 @@
+"""Trajectories: question → turns → calls → observations → answer, stored losslessly as JSONL."""
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+from pydantic import BaseModel, Field, NonNegativeFloat
+
+from podium.core.budget import Budget, Spend, StopReason
+from podium.core.calls import CallUsage, ToolResult
+from podium.core.preference import Preference
+from podium.core.record import Record
+
+
+class Turn(Record):
+    """One orchestrator generation and the observations it caused."""
+
+    index: int
+    """Position in the episode, from 0."""
+    output: str
+    """The orchestrator's raw text for this turn."""
+    usage: CallUsage = Field(default_factory=CallUsage)
+    """Tokens, USD and latency of the orchestrator's own generation."""
+    results: list[ToolResult] = Field(default_factory=list)
+    """Every call made this turn, with its result, in the order they were issued."""
+    parse_error: str | None = None
+    """Why the output could not be turned into actions, if it could not."""
+    wall_s: NonNegativeFloat = 0.0
+    """Wall-clock seconds of the whole turn (generation plus concurrent calls)."""
+
+
+class Trajectory(Record):
+    """A full episode."""
+
+    question: str
+    """The task as given (before the preference instruction is appended)."""
+    id: str = Field(default_factory=lambda: uuid4().hex)
+    """Unique id."""
+    turns: list[Turn] = Field(default_factory=list)
+    """The turns, in order."""
+    answer: str | None = None
+    """The final answer, if one was given."""
+    stop_reason: StopReason | None = None
+    """What ended the episode: an answer, the environment, or which limit."""
+    preference: Preference | None = None
+    """The user's preference, kept for rewards."""
+    budget: Budget | None = None
+    """The limits the episode ran under."""
+    wall_s: NonNegativeFloat = 0.0
+    """Wall-clock seconds of the whole episode."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form provenance (policy, pool, task id, seed…)."""
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Every call of every turn."""
+        return [result for turn in self.turns for result in turn.results]
+
+    @property
+    def usage(self) -> CallUsage:
+        """Total accounting: the orchestrator's generations plus every call."""
+        total = CallUsage()
+        for turn in self.turns:
+            total = total + turn.usage
+            for result in turn.results:
+                total = total + result.usage
+        return total
+
+    @property
+    def spend(self) -> Spend:
+        """What the episode has consumed, for budget checks."""
+        usage = self.usage
+        return Spend(turns=len(self.turns), tokens=usage.tokens, usd=usage.usd, seconds=self.wall_s)
+
+
+# Characters that some line readers (str.splitlines, JavaScript) treat as line breaks. In JSON text they
+# can only occur inside strings, where their escaped form means the same.
+_LINE_BREAK_ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def to_json_line(record: BaseModel) -> str:
+    """One record as a single JSON line that every line reader splits correctly."""
+    return record.model_dump_json().translate(_LINE_BREAK_ESCAPES) + "\n"
+
+
+def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory], *, append: bool = True) -> None:
+    """Write one JSON object per line; appends by default so interrupted runs keep what they finished."""
+    with Path(path).open("a" if append else "w", encoding="utf-8") as handle:
+        for trajectory in trajectories:
+            handle.write(to_json_line(trajectory))
+            handle.flush()
+
+
+def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
+    """Read trajectories written by :func:`write_trajectories`."""
+    with Path(path).open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield Trajectory.model_validate_json(line)
