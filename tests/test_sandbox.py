@@ -130,7 +130,7 @@ def test_writes_only_land_in_scratch(sandbox, tmp_path):
                 print(path, "refused", type(error).__name__)
         open("here.txt", "w").write("scratch ok")
         open("/tmp/t.txt", "w").write("tmp ok")
-        print(open("/scratch/here.txt").read(), open("/scratch/t.txt").read(), os.getcwd())
+        print(open("/scratch/here.txt").read(), open("/tmp/t.txt").read(), os.getcwd())
         """,
     )
     assert "WRITTEN" not in result.stdout, result.stdout
@@ -140,8 +140,17 @@ def test_writes_only_land_in_scratch(sandbox, tmp_path):
 
 
 def test_scratch_is_fresh_for_every_call_and_holds_the_given_files(sandbox):
-    first = run(sandbox, "open('left.txt', 'w').write('x')\nimport os; print(sorted(os.listdir('.')))")
+    first = run(
+        sandbox,
+        """
+        import os
+        open("left.txt", "w").write("x")
+        open("/tmp/left.txt", "w").write("x")
+        print(sorted(os.listdir(".")))
+        """,
+    )
     assert first.stdout.strip() == "['left.txt', 'main.py']"
+    assert run(sandbox, "import os\nprint(os.path.exists('/tmp/left.txt'))").stdout.strip() == "False"
     second = run(sandbox, "import os; print(sorted(os.listdir('.')), open('data.csv').read())", **{"data.csv": "a,b"})
     assert second.stdout.strip() == "['data.csv', 'main.py'] a,b"
 

@@ -2,10 +2,11 @@
 
 Isolation (bubblewrap): new PID, network, IPC, UTS and cgroup namespaces (the network namespace has only
 its own loopback); a read-only view of the system directories and the Python installation and nothing else
-of the host (no home, no project, no /etc beyond a few harmless files); a size-capped tmpfs as the only
-writable place (``/scratch``, also ``/tmp``); a clean environment; a new session; all capabilities dropped
-and, when Podium runs as root, the code runs as ``nobody``. Limits: CPU seconds, address space, processes,
-open files, file size, output bytes and wall-clock time. Killing the sandbox's first process kills every
+of the host (no home, no project, no /etc beyond a few harmless files); size-capped tmpfs mounts, new for
+every call, as the only writable places (``/scratch``, the working directory, and ``/tmp``); a clean
+environment; a new session; all capabilities dropped and, when Podium runs as root, the code runs as
+``nobody``. Limits: CPU seconds, address space, processes, open files, file size, output bytes and
+wall-clock time. Killing the sandbox's first process kills every
 process inside it (PID namespace).
 
 Without bubblewrap the sandbox refuses to run anything unless ``allow_unisolated`` is set; then code runs
@@ -67,7 +68,7 @@ class SandboxConfig(Config):
     max_open_files: PositiveInt = 256
     """Most open file descriptors per process (RLIMIT_NOFILE)."""
     scratch_mb: PositiveInt = 64
-    """Size of the writable scratch filesystem, in MiB; also the largest file that may be written."""
+    """Size of each writable filesystem (/scratch and /tmp), in MiB; also the largest file that may be written."""
     max_output_bytes: PositiveInt = 65_536
     """Most bytes of stdout plus stderr kept; a program that writes more is stopped."""
     python: str = sys.executable
@@ -187,10 +188,11 @@ class Sandbox:
             command += ["--unshare-all", "--unshare-user", "--disable-userns"]
         command += ["--hostname", "sandbox"]
         command += _system_mounts()
+        # /tmp is mounted before the read-only binds: an interpreter or virtual environment may live under it.
+        for writable in ("/tmp", SCRATCH):
+            command += ["--perms", "1777", "--size", str(config.scratch_mb << 20), "--tmpfs", writable]
         command += _read_only_mounts(self._visible_paths())
         command += ["--proc", "/proc", "--dev", "/dev"]
-        command += ["--perms", "1777", "--size", str(config.scratch_mb << 20), "--tmpfs", SCRATCH]
-        command += ["--symlink", SCRATCH, "/tmp"]
         for name, fd in fds.items():
             if name == LAUNCHER:
                 command += ["--ro-bind-data", str(fd), LAUNCHER]
