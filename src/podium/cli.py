@@ -11,6 +11,7 @@ from rich.table import Table
 
 from podium import __version__
 from podium.core.calls import Status, ToolCall, ToolResult
+from podium.envs.cli import env_app
 from podium.errors import PodiumError
 from podium.pool.builtin import basic_tools
 from podium.pool.pricing import PriceCatalog
@@ -20,6 +21,7 @@ from podium.sandbox import Sandbox, SandboxConfig
 app = typer.Typer(help="Podium: run, evaluate and train small orchestrator models.", no_args_is_help=True)
 tools_app = typer.Typer(help="List and call the tools of the pool.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
+app.add_typer(env_app, name="env")
 
 console = Console()
 errors = Console(stderr=True)

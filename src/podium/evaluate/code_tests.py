@@ -1,0 +1,78 @@
+"""Code verifier: a candidate program passes its unit tests in the sandbox, or it does not.
+
+Two test formats: HumanEval (prompt + completion + test + ``check(entry_point)``) and MBPP (code, then the
+``assert`` lines of ``test_list``). A failing test, a crash, the time limit or the output limit all give 0.
+"""
+
+import re
+
+from podium.core.calls import Status
+from podium.core.record import Record
+from podium.evaluate.verdict import Verdict
+from podium.sandbox import Sandbox
+
+_FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+MAX_REASON_CHARS = 2_000
+
+
+class HumanEvalTests(Record):
+    """A HumanEval problem's test harness."""
+
+    prompt: str
+    """The function signature and docstring the completion continues (imports and helpers included)."""
+    test: str
+    """Source defining ``check(candidate)``."""
+    entry_point: str
+    """Name of the function under test."""
+
+
+class AssertTests(Record):
+    """MBPP-style tests: assert statements run after the candidate code."""
+
+    test_list: list[str]
+    """One ``assert`` statement per item."""
+    test_setup_code: str = ""
+    """Code the tests need (imports, fixtures); it runs after the candidate because MBPP's fixtures may use
+    the candidate's classes (task 367 builds trees of the solution's ``Node``)."""
+
+
+def extract_code(answer: str) -> str:
+    """The program in an answer: the fenced code blocks joined, or the whole text when there is no fence."""
+    blocks = _FENCED.findall(answer)
+    return "\n\n".join(block.strip("\n") for block in blocks) if blocks else answer
+
+
+def humaneval_program(completion: str, tests: HumanEvalTests) -> str:
+    """The program HumanEval runs: prompt + completion + tests + ``check(entry_point)``.
+
+    A completion that defines the entry point itself (a whole function rather than the body) goes after the
+    prompt on a new line: the prompt's docstring-only function is valid Python, and the new one replaces it
+    while the prompt's imports and helpers stay available.
+    """
+    code = extract_code(completion)
+    defines_entry = re.search(rf"^def\s+{re.escape(tests.entry_point)}\s*\(", code, re.MULTILINE) is not None
+    body = f"{tests.prompt}\n{code}" if defines_entry else f"{tests.prompt}{code}"
+    return f"{body}\n\n{tests.test}\n\ncheck({tests.entry_point})\n"
+
+
+def assert_program(code: str, tests: AssertTests) -> str:
+    """The program MBPP runs: the candidate, the setup code, then each assert."""
+    asserts = "\n".join(tests.test_list)
+    return f"{extract_code(code)}\n\n{tests.test_setup_code}\n{asserts}\n"
+
+
+class CodeVerifier:
+    """Runs the candidate against its tests in the sandbox; correct only if the program exits cleanly."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    async def verify(self, answer: str, gold: HumanEvalTests | AssertTests) -> Verdict:
+        is_humaneval = isinstance(gold, HumanEvalTests)
+        program = humaneval_program(answer, gold) if is_humaneval else assert_program(answer, gold)
+        run = await self.sandbox.run_python(program)
+        if run.status is Status.OK:
+            return Verdict.binary(True)
+        detail = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+        reason = f"{run.status}: {run.reason}" + (f"; {detail}" if detail else "")
+        return Verdict.binary(False, reason=reason[:MAX_REASON_CHARS])

@@ -1,0 +1,47 @@
+"""What a verifier says about one answer."""
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import Field
+
+from podium.core.record import Record
+
+
+class Verdict(Record):
+    """A verifier's judgement: the outcome b ∈ {0, 1}, a graded score, and why."""
+
+    correct: bool
+    """Whether the answer matches the gold (b = 1)."""
+    score: float = Field(ge=0.0, le=1.0)
+    """Graded agreement where the metric has one (token F1); otherwise 1.0 or 0.0 as ``correct``."""
+    extracted: str | None = None
+    """What was actually compared after extraction (the parsed expression, the chosen letter…)."""
+    reason: str | None = None
+    """Why the answer was judged wrong (a failing test, the judge's verdict text…)."""
+    error: str | None = None
+    """Set when the verifier could not decide (judge backend failed, unreadable verdict). ``correct`` is then
+    False, but callers should report such answers as unverified rather than count them as wrong."""
+
+    @property
+    def outcome(self) -> int:
+        """b: 1 if correct else 0."""
+        return int(self.correct)
+
+    @classmethod
+    def binary(cls, correct: bool, *, extracted: str | None = None, reason: str | None = None) -> "Verdict":
+        """A pass/fail verdict whose score is 1 or 0."""
+        return cls(correct=correct, score=1.0 if correct else 0.0, extracted=extracted, reason=reason)
+
+    @classmethod
+    def undecided(cls, error: str) -> "Verdict":
+        """The verifier failed; never scored as correct."""
+        return cls(correct=False, score=0.0, error=error)
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Checks an answer against a gold reference; never raises for a wrong or malformed answer."""
+
+    async def verify(self, answer: str, gold: Any) -> Verdict:
+        """Judge ``answer`` against ``gold`` (whose type depends on the verifier)."""
+        ...
