@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.resources import files
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
+from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.calls import Status
 from podium.errors import SandboxUnavailableError
@@ -125,9 +125,7 @@ class Sandbox:
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         self._isolated: bool | None = None
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._running = LoopSemaphore(self.config.max_concurrent)
         self._launcher = (files("podium.sandbox") / "launcher.py").read_bytes()
 
     def isolation(self) -> str:
@@ -146,13 +144,11 @@ class Sandbox:
     async def run_python(self, code: str, files: Mapping[str, str | bytes] | None = None) -> SandboxRun:
         """Run ``code`` as ``main.py`` in a fresh scratch directory holding ``files`` (name → content)."""
         isolated = self.isolation() == "bubblewrap"
-        loop = asyncio.get_running_loop()
-        semaphore = self._semaphores.setdefault(loop, asyncio.Semaphore(self.config.max_concurrent))
         inputs = {"main.py": code, **(files or {})}
         for name in inputs:
             if "/" in name or name in ("", ".", ".."):
                 raise ValueError(f"sandbox file names must be plain names, got {name!r}")
-        async with semaphore:
+        async with self._running:
             if isolated:
                 return await self._run_isolated(inputs)
             return await self._run_unisolated(inputs)

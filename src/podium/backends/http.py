@@ -1,0 +1,115 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp server, OpenAI, Together…), through the
+official ``openai`` client: its bounded retries with exponential backoff on connection errors, 408, 409,
+429 and 5xx honour Retry-After; Podium adds a per-backend concurrency limit, an overall deadline, pricing
+and the mapping of every failure to EXEC_ERR or TIMEOUT."""
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import openai
+from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
+
+from podium.backends.base import BackendError, Generation
+from podium.concurrency import LoopSemaphore
+from podium.config import Config
+from podium.core.calls import Status
+from podium.core.messages import Message
+from podium.pool.pricing import ModelPrice
+
+NO_KEY = "EMPTY"
+"""Sent when no key is configured: local servers ignore it, and the client refuses an empty key."""
+
+
+class HttpBackendConfig(Config):
+    """An OpenAI-compatible endpoint."""
+
+    model: str
+    """Model name sent in requests (and used for pricing unless ``price_model`` is set)."""
+    base_url: str
+    """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` or ``https://api.together.xyz/v1``."""
+    api_key_env: str | None = None
+    """Environment variable holding the API key; ``None`` for servers that need none."""
+    timeout_s: PositiveFloat = 60.0
+    """Time limit of one HTTP attempt."""
+    deadline_s: PositiveFloat = 300.0
+    """Time limit of one generation including every retry and backoff."""
+    max_retries: NonNegativeInt = 3
+    """Retries after the first attempt on connection errors, 408, 409, 429 and 5xx."""
+    max_concurrent: PositiveInt = 8
+    """Most requests in flight to this endpoint."""
+
+
+class HttpBackend:
+    """Chat completions over HTTP."""
+
+    def __init__(self, config: HttpBackendConfig, price: ModelPrice | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self.price = price or ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
+        api_key = NO_KEY
+        if config.api_key_env is not None:
+            api_key = os.environ.get(config.api_key_env, "")
+            if not api_key:
+                raise BackendError(f"the API key for {config.base_url} is missing: set {config.api_key_env}")
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url, api_key=api_key, timeout=config.timeout_s, max_retries=config.max_retries
+        )
+        self._in_flight = LoopSemaphore(config.max_concurrent)
+
+    async def generate(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Generation:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages],
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        if stop:
+            request["stop"] = stop
+        if json_schema is not None:
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": json_schema, "strict": True},
+            }
+        async with self._in_flight:
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(
+                    self._client.chat.completions.create(**request), timeout=self.config.deadline_s
+                )
+            except (TimeoutError, openai.APITimeoutError) as error:
+                raise BackendError(f"{self.config.base_url}: no reply in time ({error})", Status.TIMEOUT) from error
+            except openai.APIStatusError as error:
+                raise BackendError(f"{self.config.base_url}: HTTP {error.status_code}: {error.message}") from error
+            except openai.APIConnectionError as error:
+                raise BackendError(f"{self.config.base_url}: connection failed: {error}") from error
+            except (openai.APIResponseValidationError, ValueError) as error:
+                raise BackendError(f"{self.config.base_url}: malformed response: {error}") from error
+            latency = time.perf_counter() - started
+        return self._generation(response, latency)
+
+    def _generation(self, response: Any, latency: float) -> Generation:
+        choices = getattr(response, "choices", None)
+        if not choices or choices[0].message is None:
+            raise BackendError(f"{self.config.base_url}: malformed response: no choices")
+        usage = response.usage
+        input_tokens = usage.prompt_tokens if usage else 0
+        output_tokens = usage.completion_tokens if usage else 0
+        return Generation(
+            text=choices[0].message.content or "",
+            model=response.model or self.model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            usd=self.price.cost(input_tokens, output_tokens),
+            latency_s=latency,
+            finish_reason=choices[0].finish_reason,
+        )
