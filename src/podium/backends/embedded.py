@@ -35,6 +35,7 @@ def embedded_model_dir() -> Path:
     transformers = require_extra("local", "transformers")
     torch = require_extra("local", "torch")
     require_extra("local", "gguf")
+    transformers.utils.logging.disable_progress_bar()
     tokenizer = transformers.AutoTokenizer.from_pretrained(source, gguf_file=GGUF_FILE)
     model = transformers.AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF_FILE, dtype=torch.float32)
     # The dequantised weights are plain float tensors; transformers still marks the model as GGUF-quantised

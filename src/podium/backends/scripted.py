@@ -5,6 +5,7 @@ from typing import Any
 
 from podium.backends.base import BackendError, Generation
 from podium.core.messages import Message
+from podium.pool.pricing import ModelPrice
 
 Reply = str | Callable[[list[Message]], str]
 
@@ -15,8 +16,16 @@ class ScriptedBackend:
     Token counts are whitespace-separated words, so accounting paths are exercised with plausible numbers.
     """
 
-    def __init__(self, replies: Iterable[Reply], *, model: str = "scripted", repeat_last: bool = False) -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply],
+        *,
+        model: str = "scripted",
+        repeat_last: bool = False,
+        price: ModelPrice | None = None,
+    ) -> None:
         self.model = model
+        self.price = price or ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
         self.replies = list(replies)
         self.repeat_last = repeat_last
         self.requests: list[list[Message]] = []
@@ -38,10 +47,13 @@ class ScriptedBackend:
             index = len(self.replies) - 1
         reply = self.replies[index]
         text = reply(messages) if callable(reply) else reply
+        input_tokens = sum(len(m.content.split()) for m in messages)
+        output_tokens = len(text.split())
         return Generation(
             text=text,
             model=self.model,
-            input_tokens=sum(len(m.content.split()) for m in messages),
-            output_tokens=len(text.split()),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            usd=self.price.cost(input_tokens, output_tokens),
             finish_reason="stop",
         )

@@ -1,0 +1,138 @@
+"""The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox and prices."""
+
+from typing import Literal, Self
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from podium.config import Config
+from podium.pool.pricing import ModelPrice
+from podium.sandbox import SandboxConfig
+
+PRIMITIVES = (
+    "direct_answer",
+    "reason",
+    "web_search",
+    "database_query",
+    "fact_check",
+    "read_document",
+    "read_code",
+    "extract_field",
+    "parse_structured",
+    "execute_python",
+    "execute_shell",
+    "call_api",
+    "symbolic_math",
+)
+"""Uno-Orchestra's primitive vocabulary (seed 003, Table 6)."""
+
+Primitive = Literal[
+    "direct_answer",
+    "reason",
+    "web_search",
+    "database_query",
+    "fact_check",
+    "read_document",
+    "read_code",
+    "extract_field",
+    "parse_structured",
+    "execute_python",
+    "execute_shell",
+    "call_api",
+    "symbolic_math",
+]
+BasicTool = Literal["python", "symbolic_math", "local_search", "web_search"]
+RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
+
+
+class WorkerConfig(Config):
+    """A model in the pool."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+    """The worker's name in the pool (its tool name, unless blind labels hide it)."""
+    backend: Literal["http", "local", "scripted"]
+    """How to reach it: an OpenAI-compatible endpoint, a model loaded in-process, or scripted replies."""
+    model: str
+    """The model's name at the backend, and for pricing."""
+    base_url: str | None = None
+    """For ``http``: the endpoint root, e.g. ``http://127.0.0.1:8000/v1``."""
+    api_key_env: str | None = None
+    """For ``http``: environment variable holding the API key."""
+    path: str | None = None
+    """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct."""
+    replies: list[str] = Field(default_factory=list)
+    """For ``scripted``: the replies, in order (the last repeats)."""
+    price: ModelPrice | None = None
+    """Token prices; when absent they come from the run's price catalog by ``model`` (and ``provider``)."""
+    provider: str | None = None
+    """genai-prices provider id for the price lookup (e.g. ``together``)."""
+    description: str = ""
+    """What the model is good at, shown to the orchestrator (``podium describe-model`` writes one)."""
+    primitives: list[Primitive] = Field(default_factory=lambda: ["direct_answer", "reason"])
+    """Uno primitives this worker may be routed (its admissible (model, primitive) pairs)."""
+    max_tokens: PositiveInt = 1024
+    """Completion budget of one call to this worker."""
+    timeout_s: PositiveFloat = 120.0
+    """Time limit of one call (for ``http``: of one attempt)."""
+    max_retries: NonNegativeInt = 3
+    """For ``http``: retries on connection errors, 429 and 5xx."""
+    max_concurrent: PositiveInt = 8
+    """For ``http``: most requests in flight."""
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> Self:
+        if self.backend == "http" and not self.base_url:
+            raise ValueError(f"worker '{self.name}': backend 'http' needs base_url")
+        if self.backend == "scripted" and not self.replies:
+            raise ValueError(f"worker '{self.name}': backend 'scripted' needs replies")
+        return self
+
+
+class BlindConfig(Config):
+    """Anonymous worker labels (Uno §5): the orchestrator sees labels, not brand names."""
+
+    enabled: bool = False
+    """Show workers under labels; the mapping to real models is seeded and resampled per episode."""
+    style: Literal["numbered", "pseudonym"] = "numbered"
+    """``Worker1..K`` or pseudonyms such as ``reasoner-2``."""
+    seed: int = 0
+    """Seed of the first mapping; ``Pool.relabelled(seed)`` draws another."""
+
+
+class PoolConfig(Config):
+    """Everything the orchestrator may call."""
+
+    workers: list[WorkerConfig] = Field(min_length=1)
+    """The models. Each becomes a tool (its description and price shown) and a possible role model."""
+    tools: list[BasicTool] = Field(default_factory=lambda: ["python", "symbolic_math"])
+    """Basic tools to include."""
+    roles: list[RoleName] = Field(default_factory=list)
+    """Agent roles (ParaManager Table 7) to include as tools."""
+    role_worker: str | None = None
+    """Worker that roles use when a call names none; default: the first worker."""
+    workers_as_tools: bool = True
+    """Expose each worker as a tool that answers a prompt (ToolOrchestra's models-as-tools)."""
+    ensemble_samples: PositiveInt = 4
+    """Samples ``ensemble_solver`` draws and votes over."""
+    blind: BlindConfig = Field(default_factory=BlindConfig)
+    """Anonymous worker labels."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Limits of the python sandbox (python, symbolic_math, code_reasoner, code verifiers)."""
+    prices: str | None = None
+    """Price file merged over Podium's sheet for this pool."""
+    max_observation_chars: PositiveInt = 16_384
+    """Observations longer than this are truncated."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        names = [worker.name for worker in self.workers]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"workers: names must be unique, repeated: {duplicates}")
+        if self.role_worker is not None and self.role_worker not in names:
+            raise ValueError(f"role_worker: '{self.role_worker}' is not a worker (workers: {names})")
+        clash = set(names) & (set(self.tools) | set(self.roles))
+        if clash:
+            raise ValueError(f"workers: names {sorted(clash)} clash with tool or role names")
+        if "knowledge_searcher" in self.roles and not {"local_search", "web_search"} & set(self.tools):
+            raise ValueError("roles: knowledge_searcher needs a search tool (local_search or web_search) in tools")
+        return self

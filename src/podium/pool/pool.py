@@ -1,0 +1,193 @@
+"""A pool built from its config: the tool registry the orchestrator calls, the worker backends, the blind
+label mapping, and the table of members rendered into the orchestrator's system prompt."""
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from podium.backends.base import ChatBackend
+from podium.backends.embedded import EMBEDDED_MODEL
+from podium.config import read_structured_file
+from podium.core.calls import ToolCall, ToolResult
+from podium.pool.builtin import python_tool, symbolic_math_tool
+from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.pricing import ModelPrice, PriceCatalog
+from podium.pool.registry import ToolRegistry
+from podium.pool.roles import RoleKit, role_tools
+from podium.pool.tool import Tool
+from podium.pool.workers import build_backend, model_tool, worker_price
+from podium.sandbox import Sandbox
+
+PSEUDONYM_ROLES = ("reasoner", "solver", "analyst", "expert", "thinker", "scholar", "planner", "checker")
+
+
+@dataclass
+class Pool:
+    """Everything the orchestrator may call, ready to run."""
+
+    config: PoolConfig
+    prices: PriceCatalog
+    sandbox: Sandbox
+    backends: dict[str, ChatBackend]
+    """Worker name → backend."""
+    worker_prices: dict[str, ModelPrice]
+    """Worker name → token prices."""
+    labels: dict[str, str]
+    """Worker name → the label the orchestrator sees (the name itself unless blind)."""
+    registry: ToolRegistry = field(init=False)
+    """Tools, models-as-tools and roles under their shown names."""
+
+    def __post_init__(self) -> None:
+        self.registry = self._registry()
+
+    @property
+    def workers(self) -> dict[str, WorkerConfig]:
+        return {worker.name: worker for worker in self.config.workers}
+
+    def backend(self, label: str) -> ChatBackend:
+        """The backend behind a shown label."""
+        return self.backends[self._names_by_label()[label]]
+
+    def relabelled(self, seed: int) -> "Pool":
+        """The same pool under a fresh blind mapping (for a new episode); unchanged when not blind."""
+        if not self.config.blind.enabled:
+            return self
+        return Pool(
+            self.config, self.prices, self.sandbox, self.backends, self.worker_prices, blind_labels(self.config, seed)
+        )
+
+    def table(self) -> str:
+        """The pool as a text table for the system prompt: names, descriptions, prices, primitives."""
+        lines = ["| name | kind | description | price | primitives |", "|---|---|---|---|---|"]
+        for worker in self.config.workers:
+            price = self.worker_prices[worker.name]
+            lines.append(
+                f"| {self.labels[worker.name]} | model | {worker.description or 'a language model'} | "
+                f"${price.input_per_mtok:g}/${price.output_per_mtok:g} per 1M in/out tokens | "
+                f"{', '.join(worker.primitives)} |"
+            )
+        shown_workers = set(self.labels.values())
+        for tool in self.registry.specs():
+            if tool.name in shown_workers:
+                continue
+            price = self.prices.tool_price(tool.name)
+            cost = " + ".join(
+                part
+                for part in (
+                    f"${price.per_call_usd:g}/call" if price.per_call_usd else "",
+                    f"${price.per_second_usd:g}/s" if price.per_second_usd else "",
+                    f"{price.cost_units:g} cost units" if price.cost_units else "",
+                )
+                if part
+            )
+            kind = "role" if tool.name in self.config.roles else "tool"
+            lines.append(f"| {tool.name} | {kind} | {tool.description} | {cost or 'free'} | |")
+        return "\n".join(lines)
+
+    def admissible_pairs(self) -> dict[tuple[str, str], ModelPrice]:
+        """Uno's admissible (worker label, primitive) pairs with their prices."""
+        return {
+            (self.labels[worker.name], primitive): self.worker_prices[worker.name]
+            for worker in self.config.workers
+            for primitive in worker.primitives
+        }
+
+    def _names_by_label(self) -> dict[str, str]:
+        return {label: name for name, label in self.labels.items()}
+
+    def _registry(self) -> ToolRegistry:
+        config = self.config
+        registry = ToolRegistry(prices=self.prices, max_observation_chars=config.max_observation_chars)
+        basic: dict[str, Tool] = {}
+        if "python" in config.tools or "code_reasoner" in config.roles:
+            basic["python"] = python_tool(self.sandbox)
+        if "symbolic_math" in config.tools:
+            basic["symbolic_math"] = symbolic_math_tool(self.sandbox)
+        for name in config.tools:
+            if name in basic:
+                registry.add(basic[name])
+        if config.workers_as_tools:
+            for worker in config.workers:
+                backend = self.backends[worker.name]
+                registry.add(model_tool(self.labels[worker.name], worker, backend, self.worker_prices[worker.name]))
+        if config.roles:
+            for tool in role_tools(self._role_kit(registry, basic), list(config.roles)):
+                registry.add(tool)
+        return registry
+
+    def _role_kit(self, registry: ToolRegistry, basic: dict[str, Tool]) -> RoleKit:
+        config = self.config
+        # Roles run their helper tools through a registry with the pool's prices, even a tool (python for
+        # code_reasoner) that the orchestrator itself is not offered.
+        helpers = ToolRegistry(basic.values(), prices=self.prices, max_observation_chars=config.max_observation_chars)
+
+        async def run_tool(call: ToolCall) -> ToolResult:
+            return await (registry if call.name in registry else helpers).call(call)
+
+        default = config.role_worker or config.workers[0].name
+        slowest = max(worker.timeout_s * (worker.max_retries + 1) for worker in config.workers)
+        return RoleKit(
+            backends={self.labels[name]: backend for name, backend in self.backends.items()},
+            default_label=self.labels[default],
+            max_tokens={self.labels[w.name]: w.max_tokens for w in config.workers},
+            run_tool=run_tool,
+            search_tool=next((t for t in ("local_search", "web_search") if t in config.tools), None),
+            ensemble_samples=config.ensemble_samples,
+            timeout_s=slowest * (config.ensemble_samples + 2),
+        )
+
+
+def blind_labels(config: PoolConfig, seed: int) -> dict[str, str]:
+    """Worker name → anonymous label, a seeded random assignment (``Worker1..K`` or pseudonyms)."""
+    names = [worker.name for worker in config.workers]
+    order = list(range(1, len(names) + 1))
+    random.Random(seed).shuffle(order)
+    if config.blind.style == "numbered":
+        return {name: f"Worker{number}" for name, number in zip(names, order, strict=True)}
+    return {
+        name: f"{PSEUDONYM_ROLES[(number - 1) % len(PSEUDONYM_ROLES)]}-{number}"
+        for name, number in zip(names, order, strict=True)
+    }
+
+
+def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
+    """Build every backend and tool of ``config`` (prices: Podium's sheet, the pool's file, then ``prices``)."""
+    catalog = PriceCatalog.for_run(config.prices)
+    if prices is not None:
+        catalog = catalog.merged(prices)
+    backends = {worker.name: build_backend(worker, catalog) for worker in config.workers}
+    worker_prices = {worker.name: worker_price(worker, catalog) for worker in config.workers}
+    labels = (
+        blind_labels(config, config.blind.seed)
+        if config.blind.enabled
+        else {worker.name: worker.name for worker in config.workers}
+    )
+    return Pool(config, catalog, Sandbox(config.sandbox), backends, worker_prices, labels)
+
+
+def load_pool_config(path: str | Path) -> PoolConfig:
+    """Read a pool YAML; a relative ``prices`` path is taken relative to the pool file."""
+    data = read_structured_file(path)
+    if isinstance(data, dict) and isinstance(data.get("prices"), str):
+        data["prices"] = str((Path(path).parent / data["prices"]).resolve())
+    return PoolConfig.from_dict(data, source=str(path))
+
+
+def embedded_pool_config() -> PoolConfig:
+    """The offline pool: the embedded SmolLM2 as worker, the basic tools, the agent roles."""
+    return PoolConfig(
+        workers=[
+            WorkerConfig(
+                name="smollm2",
+                backend="local",
+                model=EMBEDDED_MODEL,
+                description="SmolLM2-135M-Instruct, a tiny local model: fast and free, weak at reasoning.",
+                primitives=["direct_answer", "reason", "execute_python", "symbolic_math"],
+                max_tokens=256,
+                timeout_s=600,
+                max_retries=0,
+            )
+        ],
+        tools=["python", "symbolic_math"],
+        roles=["standard_reasoner", "critical_reviewer", "code_reasoner", "ensemble_solver"],
+    )

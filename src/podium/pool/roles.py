@@ -1,0 +1,295 @@
+"""Agent roles as tools (ParaManager Table 7): each takes a ``subtask`` (default: the original problem) and
+a ``model`` (default: the pool's role worker) and calls that model with its own system prompt."""
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from podium.backends.base import ChatBackend
+from podium.core.answers import extract_answer, majority
+from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.messages import Message
+from podium.pool.context import current_episode
+from podium.pool.tool import Tool, ToolOutput
+from podium.pool.workers import ask
+
+REASONER_PROMPT = (
+    "You are a careful problem solver. Think the problem through step by step, checking each step, using "
+    "reasoning only. End with the final answer in \\boxed{}."
+)
+REVIEWER_PROMPT = (
+    "You are a critical reviewer. Read the work so far and attack it: find logical flaws, unverified "
+    "assumptions, calculation errors and misused tool calls. List concrete problems and how to fix them; "
+    "if the work is sound, say so briefly and state the answer it supports."
+)
+QUERY_PROMPT = (
+    "You write search queries. Given a question, write one to three short, specific search queries whose "
+    "results would answer it."
+)
+CODE_PROMPT = (
+    "You solve problems by writing Python. Write one complete Python 3 script that computes the answer and "
+    "prints it. Use only the standard library, numpy or sympy; no network, no input()."
+)
+QUERY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "queries": {"type": "array", "items": {"type": "string", "maxLength": 200}, "minItems": 1, "maxItems": 3}
+    },
+    "required": ["queries"],
+    "additionalProperties": False,
+}
+CODE_SCHEMA = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "maxLength": 4000}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+RunTool = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+@dataclass
+class RoleKit:
+    """What roles need from the pool."""
+
+    backends: dict[str, ChatBackend]
+    """Worker label → backend."""
+    default_label: str
+    """Worker used when a call names none."""
+    max_tokens: dict[str, int]
+    """Worker label → completion budget."""
+    run_tool: RunTool
+    """Runs a pool tool (search, python) with the pool's validation, limits and prices."""
+    search_tool: str | None = None
+    """The pool's search tool, for knowledge_searcher."""
+    ensemble_samples: int = 4
+    """Samples ensemble_solver votes over."""
+    timeout_s: float = 600.0
+    """Time limit of one role call (several model calls and tools)."""
+
+
+class Spent:
+    """Adds up the tokens and dollars of the several calls one role makes."""
+
+    def __init__(self) -> None:
+        self.input_tokens = self.output_tokens = 0
+        self.usd = 0.0
+
+    def add(self, output: ToolOutput | ToolResult) -> None:
+        if isinstance(output, ToolResult):
+            self.input_tokens += output.usage.input_tokens
+            self.output_tokens += output.usage.output_tokens
+            self.usd += output.usage.usd
+        else:
+            self.input_tokens += output.input_tokens
+            self.output_tokens += output.output_tokens
+            self.usd += output.usd
+
+    def output(
+        self, value: Any, worker: str, status: Status = Status.OK, reason: str | None = None, **kw: Any
+    ) -> ToolOutput:
+        return ToolOutput(value, status, reason, self.input_tokens, self.output_tokens, self.usd, worker, **kw)
+
+
+def role_tools(kit: RoleKit, names: list[str]) -> list[Tool]:
+    """The role tools called ``names``."""
+    return [_ROLES[name](kit) for name in names]
+
+
+def _schema(kit: RoleKit, subtask_help: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "subtask": {"type": "string", "description": subtask_help},
+            "model": {
+                "type": "string",
+                "enum": sorted(kit.backends),
+                "description": f"Which worker does it (default {kit.default_label}).",
+            },
+        },
+        "additionalProperties": False,
+    }
+
+
+def _question() -> str:
+    episode = current_episode.get()
+    return episode.question if episode else ""
+
+
+def _task(subtask: str | None) -> str:
+    task = subtask or _question()
+    if not task:
+        raise ValueError("no subtask given and no episode question to default to")
+    return task
+
+
+def _backend(kit: RoleKit, model: str | None) -> tuple[str, ChatBackend]:
+    label = model or kit.default_label
+    return label, kit.backends[label]
+
+
+def _standard_reasoner(kit: RoleKit) -> Tool:
+    async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
+        label, backend = _backend(kit, model)
+        messages = [
+            Message(role="system", content=REASONER_PROMPT),
+            Message(role="user", content=f"<user_query>\n{_task(subtask)}\n</user_query>"),
+        ]
+        return await ask(backend, messages, max_tokens=kit.max_tokens[label])
+
+    return Tool.from_schema(
+        "standard_reasoner",
+        "Answers a (sub)problem by step-by-step reasoning only, final answer in \\boxed{}.",
+        _schema(kit, "The problem to reason about; default: the original problem."),
+        run,
+        timeout_s=kit.timeout_s,
+    )
+
+
+def _critical_reviewer(kit: RoleKit) -> Tool:
+    async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
+        label, backend = _backend(kit, model)
+        episode = current_episode.get()
+        history = episode.history if episode else ""
+        focus = f"\n<focus>\n{subtask}\n</focus>" if subtask else ""
+        user = (
+            f"<conversation_history>\n{history}\n</conversation_history>\n"
+            f"<user_query>\n{_question() or subtask}\n</user_query>{focus}"
+        )
+        messages = [Message(role="system", content=REVIEWER_PROMPT), Message(role="user", content=user)]
+        return await ask(backend, messages, max_tokens=kit.max_tokens[label])
+
+    return Tool.from_schema(
+        "critical_reviewer",
+        "Reviews the work so far: finds logical flaws, unverified assumptions, calculation errors and bad tool "
+        "calls. Best with a different model than the one that did the work.",
+        _schema(kit, "What to scrutinise in particular; default: the whole history."),
+        run,
+        timeout_s=kit.timeout_s,
+    )
+
+
+def _knowledge_searcher(kit: RoleKit) -> Tool:
+    async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
+        label, backend = _backend(kit, model)
+        task = _task(subtask)
+        spent = Spent()
+        written = await ask(
+            backend,
+            [Message(role="system", content=QUERY_PROMPT), Message(role="user", content=task)],
+            max_tokens=min(256, kit.max_tokens[label]),
+            json_schema=QUERY_SCHEMA,
+        )
+        spent.add(written)
+        queries = _queries(written, task)
+        assert kit.search_tool is not None  # PoolConfig requires a search tool for this role
+        results = [await kit.run_tool(ToolCall(name=kit.search_tool, arguments={"query": q})) for q in queries]
+        for result in results:
+            spent.add(result)
+        evidence = "\n\n".join(f"[query] {q}\n{r.observation}" for q, r in zip(queries, results, strict=True))
+        failed = [r for r in results if not r.ok]
+        status = Status.EXEC_ERR if len(failed) == len(results) else Status.OK
+        return spent.output(
+            {"queries": queries, "evidence": evidence},
+            backend.model,
+            status,
+            failed[0].reason if status is not Status.OK else None,
+            observation=evidence,
+        )
+
+    return Tool.from_schema(
+        "knowledge_searcher",
+        "Writes search queries for a (sub)problem, runs them with the pool's search tool and returns the evidence.",
+        _schema(kit, "What to find out; default: the original problem."),
+        run,
+        timeout_s=kit.timeout_s,
+    )
+
+
+def _queries(written: ToolOutput, fallback: str) -> list[str]:
+    if written.status is Status.OK:
+        try:
+            queries = [q.strip() for q in json.loads(written.value)["queries"] if q.strip()]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            queries = []
+        if queries:
+            return queries[:3]
+    return [fallback[:200]]
+
+
+def _code_reasoner(kit: RoleKit) -> Tool:
+    async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
+        label, backend = _backend(kit, model)
+        spent = Spent()
+        written = await ask(
+            backend,
+            [Message(role="system", content=CODE_PROMPT), Message(role="user", content=_task(subtask))],
+            max_tokens=kit.max_tokens[label],
+            json_schema=CODE_SCHEMA,
+        )
+        spent.add(written)
+        if written.status is not Status.OK:
+            return spent.output(None, backend.model, written.status, written.reason)
+        code = _code(written.value)
+        result = await kit.run_tool(ToolCall(name="python", arguments={"code": code}))
+        spent.add(result)
+        observation = f"[code]\n{code}\n[output]\n{result.observation}"
+        value = {"code": code, "output": result.value}
+        return spent.output(value, backend.model, result.status, result.reason, observation=observation)
+
+    return Tool.from_schema(
+        "code_reasoner",
+        "Writes a complete Python script for a (sub)problem, runs it in the sandbox and returns code and output.",
+        _schema(kit, "What to compute; default: the original problem."),
+        run,
+        timeout_s=kit.timeout_s,
+    )
+
+
+def _code(reply: str) -> str:
+    try:
+        return str(json.loads(reply)["code"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        # A backend without constrained decoding may answer with a fenced block instead of JSON.
+        if "```" in reply:
+            block = reply.split("```")[1]
+            return block.removeprefix("python").lstrip("\n")
+        return reply
+
+
+def _ensemble_solver(kit: RoleKit) -> Tool:
+    async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
+        label, backend = _backend(kit, model)
+        messages = [
+            Message(role="system", content=REASONER_PROMPT),
+            Message(role="user", content=f"<user_query>\n{_task(subtask)}\n</user_query>"),
+        ]
+        spent = Spent()
+        answers = []
+        for _ in range(kit.ensemble_samples):
+            sample = await ask(backend, messages, max_tokens=kit.max_tokens[label], temperature=0.8)
+            spent.add(sample)
+            if sample.status is Status.OK:
+                answers.append(extract_answer(sample.value))
+        if not answers:
+            return spent.output(None, backend.model, Status.EXEC_ERR, "every sample failed")
+        answer, votes = majority(answers)
+        value = {"answer": answer, "votes": votes, "samples": kit.ensemble_samples}
+        return spent.output(value, backend.model, observation=f"majority answer: {answer} (votes: {votes})")
+
+    return Tool.from_schema(
+        "ensemble_solver",
+        f"Samples {kit.ensemble_samples} independent solutions to the problem and returns the majority answer.",
+        _schema(kit, "The problem to solve; default: the original problem."),
+        run,
+        timeout_s=kit.timeout_s,
+    )
+
+
+_ROLES: dict[str, Callable[[RoleKit], Tool]] = {
+    "standard_reasoner": _standard_reasoner,
+    "critical_reviewer": _critical_reviewer,
+    "knowledge_searcher": _knowledge_searcher,
+    "code_reasoner": _code_reasoner,
+    "ensemble_solver": _ensemble_solver,
+}

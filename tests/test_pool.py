@@ -1,0 +1,178 @@
+import asyncio
+import json
+
+import pytest
+
+from podium.core import Status, ToolCall
+from podium.errors import ConfigError, UnknownPriceError
+from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.context import EpisodeContext, current_episode
+from podium.pool.pool import blind_labels, build_pool, load_pool_config
+from podium.pool.pricing import ModelPrice
+
+
+def scripted(name, replies, **fields):
+    return WorkerConfig(
+        name=name,
+        backend="scripted",
+        model=f"{name}-model",
+        replies=replies,
+        price=ModelPrice(input_per_mtok=1e6, output_per_mtok=2e6),
+        **fields,
+    )
+
+
+def call(pool, name, question="What is 6 times 7?", history="", **arguments):
+    async def run():
+        current_episode.set(EpisodeContext(question=question, history=history))
+        return await pool.registry.call(ToolCall(name=name, arguments=arguments))
+
+    return asyncio.run(run())
+
+
+def test_pool_config_errors_name_the_field(tmp_path):
+    path = tmp_path / "pool.yaml"
+    path.write_text("workers:\n  - {name: a, backend: http, model: m}\n")
+    with pytest.raises(ConfigError, match="base_url"):
+        load_pool_config(path)
+    path.write_text("workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nroles: [oracle]\n")
+    with pytest.raises(ConfigError, match=r"roles\.0"):
+        load_pool_config(path)
+    path.write_text("workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nrole_worker: b\n")
+    with pytest.raises(ConfigError, match="role_worker"):
+        load_pool_config(path)
+    path.write_text("workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nroles: [knowledge_searcher]\n")
+    with pytest.raises(ConfigError, match="search tool"):
+        load_pool_config(path)
+    worker = "  - {name: a, backend: scripted, model: m, replies: [x]}\n"
+    path.write_text("workers:\n" + worker + worker)
+    with pytest.raises(ConfigError, match="unique"):
+        load_pool_config(path)
+
+
+def test_unknown_worker_price_is_an_error_not_free():
+    config = PoolConfig(
+        workers=[WorkerConfig(name="a", backend="scripted", model="no-such-model-priced", replies=["x"])]
+    )
+    with pytest.raises(UnknownPriceError, match="no-such-model-priced"):
+        build_pool(config)
+
+
+def test_relative_price_file_is_found_beside_the_pool_file(tmp_path):
+    (tmp_path / "prices.yaml").write_text("models:\n  m: {input_per_mtok: 3, output_per_mtok: 4}\n")
+    (tmp_path / "pool.yaml").write_text(
+        "workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nprices: prices.yaml\n"
+    )
+    pool = build_pool(load_pool_config(tmp_path / "pool.yaml"))
+    assert pool.worker_prices["a"] == ModelPrice(input_per_mtok=3, output_per_mtok=4)
+
+
+def test_a_model_is_a_tool_with_its_description_price_and_usage():
+    pool = build_pool(PoolConfig(workers=[scripted("expert", ["forty two"], description="Knows numbers.")], tools=[]))
+    spec = {s.name: s for s in pool.registry.specs()}["expert"]
+    assert spec.description.startswith("Knows numbers.") and "$1e+06 per 1M input" in spec.description
+    result = call(pool, "expert", prompt="six times seven")
+    assert (result.status, result.value, result.worker) == (Status.OK, "forty two", "expert-model")
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (3, 2)
+    assert result.usage.usd == pytest.approx(3 * 1 + 2 * 2)
+
+
+def test_blind_labels_hide_names_and_are_resampled_per_seed():
+    config = PoolConfig(
+        workers=[scripted(name, ["x"]) for name in ("gpt-x", "qwen-y", "llama-z")],
+        tools=[],
+        roles=["standard_reasoner"],
+        blind={"enabled": True, "seed": 3},
+    )
+    pool = build_pool(config)
+    assert sorted(pool.labels.values()) == ["Worker1", "Worker2", "Worker3"]
+    shown = pool.registry.names()
+    assert not {"gpt-x", "qwen-y", "llama-z"} & set(shown)
+    assert "gpt-x" not in pool.table() and "Worker1" in pool.table()
+    role_models = pool.registry.get("standard_reasoner").spec.parameters["properties"]["model"]["enum"]
+    assert role_models == ["Worker1", "Worker2", "Worker3"]
+    assert blind_labels(config, 3) == pool.labels
+    mappings = {tuple(sorted(pool.relabelled(seed).labels.items())) for seed in range(20)}
+    assert len(mappings) > 1
+    label = pool.labels["qwen-y"]
+    assert call(pool, label, prompt="hi").worker == "qwen-y-model"
+    pseudonyms = blind_labels(
+        config.model_copy(update={"blind": config.blind.model_copy(update={"style": "pseudonym"})}), 0
+    )
+    assert all("-" in label and label.split("-")[1].isdigit() for label in pseudonyms.values())
+
+
+def test_pool_table_lists_members_with_prices_and_primitives():
+    pool = build_pool(
+        PoolConfig(workers=[scripted("a", ["x"], primitives=["reason", "execute_python"])], roles=["ensemble_solver"])
+    )
+    table = pool.table()
+    assert "| a | model |" in table and "reason, execute_python" in table
+    assert "| python | tool |" in table and "$8.3e-06/s" in table
+    assert "| ensemble_solver | role |" in table and "4 cost units" in table
+    assert pool.admissible_pairs()[("a", "execute_python")].input_per_mtok == 1e6
+
+
+def test_standard_reasoner_defaults_to_the_episode_question():
+    pool = build_pool(
+        PoolConfig(workers=[scripted("a", ["6*7 = 42, so \\boxed{42}"])], tools=[], roles=["standard_reasoner"])
+    )
+    result = call(pool, "standard_reasoner")
+    assert result.status is Status.OK and "\\boxed{42}" in result.value
+    request = pool.backends["a"].requests[0]
+    assert request[0].role == "system" and "What is 6 times 7?" in request[1].content
+    assert result.usage.cost_units == 1
+
+
+def test_critical_reviewer_sees_the_history_and_may_use_another_model():
+    pool = build_pool(
+        PoolConfig(
+            workers=[scripted("a", ["unused"]), scripted("b", ["The step 6*7=48 is wrong."])],
+            tools=[],
+            roles=["critical_reviewer"],
+        )
+    )
+    result = call(pool, "critical_reviewer", history="turn 1: 6*7 = 48", model="b")
+    assert result.value == "The step 6*7=48 is wrong." and result.worker == "b-model"
+    assert "turn 1: 6*7 = 48" in pool.backends["b"].requests[0][1].content
+    assert pool.backends["a"].requests == []
+
+
+def test_code_reasoner_writes_code_runs_it_and_returns_both():
+    pool = build_pool(
+        PoolConfig(workers=[scripted("a", [json.dumps({"code": "print(6*7)"})])], tools=[], roles=["code_reasoner"])
+    )
+    result = call(pool, "code_reasoner")
+    assert result.status is Status.OK
+    assert result.value["code"] == "print(6*7)" and result.value["output"]["stdout"] == "42\n"
+    assert "[code]\nprint(6*7)" in result.observation and "42" in result.observation
+    assert "python" not in pool.registry  # the orchestrator was not offered python, the role still runs it
+    failing = build_pool(
+        PoolConfig(workers=[scripted("a", ["```python\n1/0\n```"])], tools=[], roles=["code_reasoner"])
+    )
+    broken = call(failing, "code_reasoner")
+    assert broken.status is Status.EXEC_ERR and "ZeroDivisionError" in broken.observation
+
+
+def test_ensemble_solver_votes_over_samples():
+    replies = ["\\boxed{42}", "\\boxed{41}", "so \\boxed{ 42 }", "\\boxed{40}"]
+    pool = build_pool(PoolConfig(workers=[scripted("a", replies)], tools=[], roles=["ensemble_solver"]))
+    result = call(pool, "ensemble_solver")
+    assert result.value["answer"] == "42" and result.value["votes"]["42"] == 2
+    assert len(pool.backends["a"].requests) == 4 and result.usage.cost_units == 4
+    assert result.usage.output_tokens == sum(len(r.split()) for r in replies)
+
+
+def test_role_with_unknown_model_is_a_parse_error():
+    pool = build_pool(PoolConfig(workers=[scripted("a", ["x"])], tools=[], roles=["standard_reasoner"]))
+    assert call(pool, "standard_reasoner", model="nope").status is Status.PARSE_ERR
+
+
+def test_worker_failure_is_exec_err_not_a_crash():
+    pool = build_pool(
+        PoolConfig(workers=[scripted("a", ["only one"])], tools=[], roles=["ensemble_solver"], ensemble_samples=2)
+    )
+    pool.backends["a"].repeat_last = False
+    result = call(pool, "ensemble_solver")
+    assert result.status is Status.OK and result.value["votes"] == {"only one": 1}
+    assert call(pool, "a", prompt="again").status is Status.EXEC_ERR
