@@ -2,12 +2,13 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local
+EXTRAS ?= dev,local,search
 
 .PHONY: setup demo test lint bench clean
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
+	@$(BIN)/podium index hotpot
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python benchmarks/bench_backends.py
+	$(BIN)/python benchmarks/bench_retrieval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

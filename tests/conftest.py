@@ -7,3 +7,23 @@ from podium.sandbox import Sandbox, SandboxConfig
 def sandbox() -> Sandbox:
     """A sandbox with short limits so the adversarial tests finish quickly."""
     return Sandbox(SandboxConfig(cpu_time_s=2, wall_time_s=6, memory_mb=512, max_processes=32))
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The default sentence-embedding model (all-MiniLM-L6-v2 from its wheel), loaded once."""
+    from podium.retrieval.embedding import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def hotpot_index(embedder):
+    """The HotpotQA demo index in Podium's cache, as `make setup` builds it; built here (about 30 s on 2 cores)
+    when it is missing or out of date with the HotpotQA file or the default index config."""
+    from podium.retrieval.hotpot import build_hotpot_index
+    from podium.retrieval.index import PassageIndex
+    from podium.retrieval.paths import default_index_dir
+
+    build_hotpot_index(embedder=embedder)
+    return PassageIndex.load(default_index_dir(), embedder=embedder)

@@ -1,40 +1,11 @@
-"""HTTP servers for tests, all on 127.0.0.1: the real model server in a thread, and a fault injector."""
+"""A fault-injecting HTTP server for tests, on 127.0.0.1."""
 
 import asyncio
 import json
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-import uvicorn
-
-from podium.backends.base import ChatBackend
-from podium.serve import create_app
-
-
-@contextmanager
-def serving(backend: ChatBackend) -> Iterator[str]:
-    """Serve ``backend`` with uvicorn on a free port; yields the base URL (``http://127.0.0.1:PORT/v1``)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(backend), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("model server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
 
 OK_BODY = {
     "id": "x",

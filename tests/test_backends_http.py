@@ -9,8 +9,9 @@ from podium.backends import BackendError, ScriptedBackend
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.core import Message, Status
 from podium.pool.pricing import ModelPrice
+from podium.serve import serving_in_thread as serving
 
-from .servers import FaultServer, serving
+from .servers import FaultServer
 
 QUESTION = [Message(role="user", content="What is two plus two?")]
 

@@ -64,7 +64,9 @@ def test_json_schema_constrains_the_tiny_model_to_valid_json():
     assert "5" not in stopped.text
 
 
-@pytest.mark.parametrize("role", ["standard_reasoner", "critical_reviewer", "code_reasoner", "ensemble_solver"])
+@pytest.mark.parametrize(
+    "role", ["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
+)
 def test_every_role_runs_end_to_end_on_the_embedded_model(embedded_pool, role):
     async def run():
         current_episode.set(EpisodeContext(question="What is 17 * 23?", history="turn 1: I guessed 391."))

@@ -176,3 +176,20 @@ def test_worker_failure_is_exec_err_not_a_crash():
     result = call(pool, "ensemble_solver")
     assert result.status is Status.OK and result.value["votes"] == {"only one": 1}
     assert call(pool, "a", prompt="again").status is Status.EXEC_ERR
+
+
+def test_knowledge_searcher_writes_queries_and_returns_evidence(hotpot_index):
+    queries = json.dumps({"queries": ["Scott Derrickson", "Ed Wood director"]})
+    pool = build_pool(
+        PoolConfig(workers=[scripted("a", [queries])], tools=["local_search"], roles=["knowledge_searcher"])
+    )
+    result = call(pool, "knowledge_searcher", subtask="Were Scott Derrickson and Ed Wood of the same nationality?")
+    assert result.status is Status.OK
+    assert result.value["queries"] == ["Scott Derrickson", "Ed Wood director"]
+    assert "Scott Derrickson" in result.value["evidence"] and "[query] Ed Wood director" in result.observation
+    assert result.usage.output_tokens == len(queries.split()) and result.usage.cost_units == 1
+    unreadable = build_pool(
+        PoolConfig(workers=[scripted("a", ["not json"])], tools=["local_search"], roles=["knowledge_searcher"])
+    )
+    fallback = call(unreadable, "knowledge_searcher", subtask="Ed Wood")
+    assert fallback.value["queries"] == ["Ed Wood"]  # the subtask itself is searched

@@ -21,6 +21,8 @@ def test_tool_cost_is_per_call_plus_per_second():
     assert ToolPrice(per_second_usd=0.0000083).cost(2.0) == pytest.approx(0.0000166, rel=1e-12)
     assert ToolPrice(per_call_usd=0.01).cost(123.0) == pytest.approx(0.01, rel=1e-12)
     assert ToolPrice(per_call_usd=0.01, per_second_usd=0.5).cost(3.0) == pytest.approx(1.51, rel=1e-12)
+    # A request that was not served (refused, failed) is not billed per call; its compute time still is.
+    assert ToolPrice(per_call_usd=0.01, per_second_usd=0.5).cost(3.0, served=False) == pytest.approx(1.5, rel=1e-12)
 
 
 def test_default_sheet_has_tool_prices_and_paramanager_cost_units():

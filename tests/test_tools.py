@@ -255,6 +255,22 @@ def test_accounting_uses_the_catalog_and_what_the_tool_reports():
     assert result.worker == "some-model"
 
 
+def test_a_failed_call_pays_time_but_not_the_per_call_price():
+    @tool
+    def flaky(x: int) -> int:
+        """Fail.
+
+        Args:
+            x: anything.
+        """
+        raise RuntimeError("service down")
+
+    prices = PriceCatalog(tools={"flaky": ToolPrice(per_call_usd=0.01, per_second_usd=1.0)})
+    result = run(ToolRegistry([flaky], prices=prices).call(ToolCall(name="flaky", arguments={"x": 1})))
+    assert result.status is Status.EXEC_ERR
+    assert result.usage.usd == pytest.approx(1.0 * result.usage.latency_s)
+
+
 def test_tool_output_status_is_kept():
     @tool
     def failing(x: int) -> ToolOutput:

@@ -5,10 +5,15 @@ Endpoints: ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming; 
 JSON object). Errors use OpenAI's shape ``{"error": {"message", "type"}}``.
 """
 
+import socket
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -112,8 +117,38 @@ def create_app(backend: ChatBackend, *, default_max_tokens: int = 512) -> FastAP
     return app
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound socket whose connections send small writes at once (TCP_NODELAY): uvicorn writes response
+    headers and body separately, and with Nagle's algorithm the body waited ~40 ms for the client's delayed
+    ACK on every request (measured: 44 ms vs 1.2 ms per trivial request)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    return sock
+
+
 def serve(backend: ChatBackend, *, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve ``backend`` until interrupted."""
-    import uvicorn
+    server = uvicorn.Server(uvicorn.Config(create_app(backend), log_level="warning"))
+    server.run(sockets=[listening_socket(host, port)])
 
-    uvicorn.run(create_app(backend), host=host, port=port, log_level="warning")
+
+@contextmanager
+def serving_in_thread(backend: ChatBackend, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve ``backend`` from a background thread (port 0: a free one); yields the base URL ``http://…/v1``."""
+    sock = listening_socket(host, port)
+    server = uvicorn.Server(uvicorn.Config(create_app(backend), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the model server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()

@@ -5,6 +5,7 @@ from typing import Literal, Self
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
+from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.pricing import ModelPrice
 from podium.sandbox import SandboxConfig
 
@@ -115,6 +116,10 @@ class PoolConfig(Config):
     """Samples ``ensemble_solver`` draws and votes over."""
     blind: BlindConfig = Field(default_factory=BlindConfig)
     """Anonymous worker labels."""
+    local_search: LocalSearchConfig = Field(default_factory=LocalSearchConfig)
+    """Index and limits of ``local_search``."""
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    """Endpoint and key variable of ``web_search``."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Limits of the python sandbox (python, symbolic_math, code_reasoner, code verifiers)."""
     prices: str | None = None

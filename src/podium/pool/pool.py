@@ -10,6 +10,7 @@ from podium.backends.embedded import EMBEDDED_MODEL
 from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
 from podium.pool.builtin import python_tool, symbolic_math_tool
+from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pricing import ModelPrice, PriceCatalog
 from podium.pool.registry import ToolRegistry
@@ -103,6 +104,10 @@ class Pool:
             basic["python"] = python_tool(self.sandbox)
         if "symbolic_math" in config.tools:
             basic["symbolic_math"] = symbolic_math_tool(self.sandbox)
+        if "local_search" in config.tools:
+            basic["local_search"] = local_search_tool(config.local_search)
+        if "web_search" in config.tools:
+            basic["web_search"] = web_search_tool(config.web_search)
         for name in config.tools:
             if name in basic:
                 registry.add(basic[name])
@@ -188,6 +193,6 @@ def embedded_pool_config() -> PoolConfig:
                 max_retries=0,
             )
         ],
-        tools=["python", "symbolic_math"],
-        roles=["standard_reasoner", "critical_reviewer", "code_reasoner", "ensemble_solver"],
+        tools=["python", "symbolic_math", "local_search"],
+        roles=["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"],
     )

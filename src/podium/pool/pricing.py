@@ -47,9 +47,9 @@ class ToolPrice(Record):
     cost_units: NonNegativeFloat = 0.0
     """ParaManager cost units charged per call."""
 
-    def cost(self, seconds: float) -> float:
-        """USD for one call that took ``seconds`` of wall time."""
-        return self.per_call_usd + self.per_second_usd * seconds
+    def cost(self, seconds: float, *, served: bool = True) -> float:
+        """USD for one call that took ``seconds`` of wall time; the per-call price only if it was ``served``."""
+        return (self.per_call_usd if served else 0.0) + self.per_second_usd * seconds
 
 
 class PriceCatalog(Config):

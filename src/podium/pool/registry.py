@@ -115,7 +115,8 @@ class ToolRegistry:
             usage=CallUsage(
                 input_tokens=output.input_tokens,
                 output_tokens=output.output_tokens,
-                usd=output.usd + price.cost(latency),
+                # A per-call price is a charge for a served request; compute time is paid whatever the outcome.
+                usd=output.usd + price.cost(latency, served=output.status is Status.OK),
                 latency_s=latency,
                 cost_units=price.cost_units,
             ),

