@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search
+EXTRAS ?= dev,local,search,report
 
 .PHONY: setup demo test lint bench clean
 
@@ -21,6 +21,7 @@ demo: setup
 	$(BIN)/podium tools call symbolic_math --args '{"operation": "solve", "expression": "x^2 - 5x + 6 = 0"}'
 
 test: setup
+	@./scripts/install-system-deps.sh --for-tests
 	$(BIN)/python -m pytest -q
 
 lint: setup

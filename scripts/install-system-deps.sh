@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# System packages Podium needs: bubblewrap isolates the code sandbox.
+# System packages Podium needs: bubblewrap isolates the code sandbox. With --for-tests, also Chromium,
+# which renders the HTML report in a test.
 set -euo pipefail
-if command -v bwrap >/dev/null 2>&1; then
+packages=()
+command -v bwrap >/dev/null 2>&1 || packages+=(bubblewrap)
+if [ "${1:-}" = "--for-tests" ] && ! command -v chromium >/dev/null 2>&1; then
+  packages+=(chromium)
+fi
+if [ ${#packages[@]} = 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" = 0 ]; then
@@ -9,13 +15,15 @@ if [ "$(id -u)" = 0 ]; then
 elif command -v sudo >/dev/null 2>&1; then
   SUDO="sudo"
 else
-  echo "bubblewrap is missing and this user cannot install it: ask an administrator for 'apt-get install bubblewrap'" >&2
+  echo "missing system packages and this user cannot install them: ask an administrator for 'apt-get install ${packages[*]}'" >&2
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "bubblewrap is missing: install it with your system's package manager (package 'bubblewrap')" >&2
+  echo "missing system packages: install ${packages[*]} with your system's package manager" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get install -y -q bubblewrap >/dev/null 2>&1 || { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q bubblewrap >/dev/null; }
+$SUDO apt-get install -y -q "${packages[@]}" >/dev/null 2>&1 || {
+  $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q "${packages[@]}" >/dev/null
+}
 command -v bwrap >/dev/null

@@ -6,6 +6,7 @@ import typer
 
 from podium import __version__
 from podium.envs.cli import env_app
+from podium.evaluate.cli import eval_command, report_command
 from podium.pool.cli import ask_command, describe_model_command, serve_model_command, tools_app
 from podium.retrieval.cli import index_app
 
@@ -16,6 +17,8 @@ app.add_typer(index_app, name="index")
 app.command("ask")(ask_command)
 app.command("describe-model")(describe_model_command)
 app.command("serve-model")(serve_model_command)
+app.command("eval")(eval_command)
+app.command("report")(report_command)
 
 
 def _version(value: bool) -> None:

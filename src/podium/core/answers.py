@@ -2,25 +2,29 @@
 
 from collections import Counter
 
-BOXED = "\\boxed{"
 
-
-def extract_boxed(text: str) -> str | None:
-    """The content of the last ``\\boxed{...}`` (braces balanced), or None."""
-    start = text.rfind(BOXED)
+def last_boxed(text: str) -> str | None:
+    r"""The content of the last ``\boxed{…}`` (or ``\fbox{…}``), braces balanced; None when there is none."""
+    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     if start < 0:
         return None
-    depth, index = 1, start + len(BOXED)
-    for position in range(index, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[position], 0)
-        if depth == 0:
-            return text[index:position].strip()
+    opening = text.find("{", start)
+    if opening < 0:
+        return None
+    depth = 0
+    for position in range(opening, len(text)):
+        if text[position] == "{":
+            depth += 1
+        elif text[position] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[opening + 1 : position].strip()
     return None
 
 
 def extract_answer(text: str) -> str:
     """The boxed answer if there is one, else the last non-empty line (stripped of an "Answer:" label)."""
-    boxed = extract_boxed(text)
+    boxed = last_boxed(text)
     if boxed is not None:
         return boxed
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]

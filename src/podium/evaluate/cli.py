@@ -1,0 +1,117 @@
+"""``podium eval`` and ``podium report``.
+
+Registered on the main app with ``app.command("eval")(eval_command)`` and ``app.command("report")(report_command)``.
+Exit status: 0 done, 1 the run stopped at its USD cap with samples left, 2 invalid input (config, benchmark,
+mismatched resume).
+"""
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from podium.config import read_structured_file
+from podium.core.preference import Preference
+from podium.errors import PodiumError
+from podium.evaluate.benchmarks import get_benchmark
+from podium.evaluate.grading import Grader
+from podium.evaluate.report import build_report
+from podium.evaluate.runner import run_eval
+from podium.evaluate.system_config import build_system, load_system_config
+from podium.sandbox import SandboxConfig
+
+console = Console()
+errors = Console(stderr=True)
+
+
+def _fail(error: Exception) -> typer.Exit:
+    errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def eval_command(
+    benchmark: Annotated[str, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")],
+    system: Annotated[Path, typer.Option("--system", help="System config file (YAML/JSON): kind and backend(s).")],
+    out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples solved at once.")] = 4,
+    max_usd: Annotated[
+        float | None, typer.Option("--max-usd", min=0.0, help="Stop starting samples once the run has spent this.")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Benchmark data [default: $PODIUM_DATA or ../shared/data].")
+    ] = None,
+    hub: Annotated[
+        bool, typer.Option("--hub", help="Load the benchmark from the Hugging Face hub (needs datasets).")
+    ] = False,
+    sandbox_config: Annotated[
+        Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+) -> None:
+    """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
+    try:
+        chosen = get_benchmark(benchmark)
+        config = load_system_config(system)
+        built = build_system(config)
+        grader = Grader(
+            sandbox_config=SandboxConfig.from_file(sandbox_config) if sandbox_config else None, data_dir=data_dir
+        )
+        summary = asyncio.run(
+            run_eval(
+                chosen,
+                built,
+                out=out,
+                samples=samples,
+                limit=limit,
+                concurrency=concurrency,
+                max_usd=max_usd,
+                system_config=config.model_dump(mode="json"),
+                data_dir=data_dir,
+                source="hub" if hub else "local",
+                grader=grader,
+                progress=not quiet,
+            )
+        )
+    except PodiumError as error:
+        raise _fail(error) from error
+    if summary.dropped_lines:
+        errors.print(f"dropped {summary.dropped_lines} torn or duplicate line(s) from the results file")
+    console.print(
+        f"{chosen.name} · {built.name}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}), "
+        f"{summary.done}/{summary.total} done ({summary.resumed} from earlier), {summary.errors} errors, "
+        f"${summary.usd:.4f} spent → {summary.out}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if summary.stopped_by_budget:
+        console.print(
+            f"stopped at the USD cap (${max_usd}): {summary.total - summary.done} samples not run; "
+            "rerun with a higher --max-usd to finish",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+def report_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories written by `podium eval`.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for index.html, plots and trajectory pages.")],
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="System name whose runs are M0 for the preference-aware score.")
+    ] = None,
+    preference: Annotated[
+        Path | None, typer.Option("--preference", help="Preference file (YAML/JSON: instruction, weights).")
+    ] = None,
+    max_items: Annotated[int, typer.Option("--max-items", min=1, help="Attempts shown per trajectory page.")] = 300,
+) -> None:
+    """Write a static HTML report (plots, tables, trajectory viewer) of evaluation runs."""
+    try:
+        chosen = Preference.model_validate(read_structured_file(preference)) if preference else None
+        index = build_report(runs, out, baseline=baseline, preference=chosen, max_items=max_items)
+    except (PodiumError, ValueError) as error:
+        raise _fail(error) from error
+    console.print(f"report: {index}", highlight=False)

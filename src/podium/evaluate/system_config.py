@@ -1,0 +1,259 @@
+"""System config files: a YAML naming the system kind and its backend(s), and the registry that builds it.
+
+Example::
+
+    kind: majority_vote
+    name: qwen-vote8
+    votes: 8
+    temperature: 0.7
+    backend: {kind: http, model: Qwen/Qwen3-8B, base_url: http://127.0.0.1:8000/v1,
+              price: {input_per_mtok: 0.2, output_per_mtok: 0.2}}
+
+Built-in kinds: ``single_model``, ``majority_vote``, ``self_refine``, ``static_router``. The runtime adds its
+systems (a model with basic tools, the prompted orchestrator, trained checkpoints) with
+:func:`register_system`, after which ``podium eval --system`` accepts their configs unchanged.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveInt
+
+from podium.backends.base import ChatBackend, Generation
+from podium.backends.http import HttpBackend, HttpBackendConfig
+from podium.backends.local import LocalBackend, LocalBackendConfig
+from podium.backends.scripted import ScriptedBackend
+from podium.config import Config, read_structured_file
+from podium.core.messages import Message
+from podium.errors import ConfigError, UnknownPriceError
+from podium.evaluate.benchmarks import VerifierKind
+from podium.evaluate.systems import (
+    MajorityVoteSystem,
+    ModelCaller,
+    RouteRule,
+    SelfRefineSystem,
+    SingleModelSystem,
+    StaticRouterSystem,
+    System,
+)
+from podium.pool.pricing import ModelPrice, PriceCatalog
+
+# ------------------------------------------------------------------------------------------------- backends
+
+
+class HttpBackendSpec(HttpBackendConfig):
+    """An OpenAI-compatible endpoint (every field of ``HttpBackendConfig``) and its price."""
+
+    kind: Literal["http"] = "http"
+    """Selects this backend type."""
+    price: ModelPrice | None = None
+    """Token prices; when absent the model is looked up in Podium's price sheet and genai-prices, and a model
+    found in neither is an error (give ``price: {input_per_mtok: 0, output_per_mtok: 0}`` for a free server)."""
+
+
+class LocalBackendSpec(LocalBackendConfig):
+    """A model run in this process (every field of ``LocalBackendConfig``; no path means embedded SmolLM2)."""
+
+    kind: Literal["local"] = "local"
+    """Selects this backend type."""
+    price: ModelPrice | None = None
+    """Token prices charged for it (free when absent)."""
+
+
+class ScriptedBackendSpec(Config):
+    """Replayed replies, for tests and demos."""
+
+    kind: Literal["scripted"] = "scripted"
+    """Selects this backend type."""
+    model: str = "scripted"
+    """Name in records."""
+    replies: list[str] = Field(min_length=1)
+    """Replies in request order."""
+    repeat_last: bool = True
+    """Keep answering with the last reply once the list is used up."""
+    price: ModelPrice | None = None
+    """Token prices (tokens are counted as words), so cost accounting and the USD cap can be exercised."""
+
+
+BackendSpec = Annotated[HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, Field(discriminator="kind")]
+
+
+@dataclass
+class PricedBackend:
+    """Charges a backend's generations at a token price (for backends that do not price themselves)."""
+
+    inner: ChatBackend
+    price: ModelPrice
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    async def generate(self, messages: list[Message], **options: Any) -> Generation:
+        generation = await self.inner.generate(messages, **options)
+        usd = self.price.cost(generation.input_tokens, generation.output_tokens)
+        return generation.model_copy(update={"usd": usd})
+
+
+def build_backend(spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec) -> ChatBackend:
+    """The backend a spec describes."""
+    if isinstance(spec, ScriptedBackendSpec):
+        scripted = ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last)
+        return PricedBackend(scripted, spec.price) if spec.price else scripted
+    if isinstance(spec, LocalBackendSpec):
+        return LocalBackend(LocalBackendConfig(**spec.model_dump(exclude={"kind", "price"})), spec.price)
+    price = spec.price
+    if price is None:
+        try:
+            price = PriceCatalog.default().model_price(spec.model)
+        except UnknownPriceError as error:
+            raise ConfigError(f"backend {spec.model}: {error}; or set 'price:' on the backend") from error
+    return HttpBackend(HttpBackendConfig(**spec.model_dump(exclude={"kind", "price"})), price)
+
+
+# -------------------------------------------------------------------------------------------------- systems
+
+
+class SystemConfig(Config):
+    """Fields every system config has."""
+
+    kind: str
+    """Which system: a key of :data:`SYSTEM_KINDS`."""
+    name: str | None = None
+    """Name in results and reports; default ``<kind>:<model>``."""
+
+
+class SingleModelConfig(SystemConfig):
+    """One model without tools."""
+
+    kind: Literal["single_model"] = "single_model"
+    """Selects this system."""
+    backend: BackendSpec
+    """The model."""
+    temperature: NonNegativeFloat = 0.0
+    """Sampling temperature (0 is greedy)."""
+    max_tokens: PositiveInt = 1024
+    """Most completion tokens per generation."""
+
+
+class MajorityVoteConfig(SingleModelConfig):
+    """k samples and a vote over their normalised answers."""
+
+    kind: Literal["majority_vote"] = "majority_vote"
+    """Selects this system."""
+    temperature: NonNegativeFloat = Field(default=0.7, gt=0.0)
+    """Sampling temperature; must be above 0 or every vote is the same."""
+    votes: PositiveInt = 8
+    """Samples per item (k)."""
+
+
+class SelfRefineConfig(SingleModelConfig):
+    """Draft, critique, revise."""
+
+    kind: Literal["self_refine"] = "self_refine"
+    """Selects this system."""
+    rounds: PositiveInt = 2
+    """Most critique-and-revise rounds after the draft."""
+
+
+class RouteRuleConfig(Config):
+    """One routing rule; every condition given must hold, the first matching rule wins."""
+
+    backend: str
+    """Key in ``backends`` to send matching items to."""
+    keywords: list[str] = Field(default_factory=list)
+    """Any of these words in the question (case-insensitive)."""
+    min_chars: PositiveInt | None = None
+    """The question is at least this long."""
+    verifiers: list[VerifierKind] = Field(default_factory=list)
+    """The item is judged by one of these verifiers."""
+
+
+class StaticRouterConfig(SystemConfig):
+    """Route each item to one of several models by a fixed rule."""
+
+    kind: Literal["static_router"] = "static_router"
+    """Selects this system."""
+    backends: dict[str, BackendSpec] = Field(min_length=1)
+    """Name → model, e.g. ``cheap`` and ``strong``."""
+    rules: list[RouteRuleConfig] = Field(default_factory=list)
+    """Rules in order of precedence."""
+    default: str
+    """Backend for items no rule matches."""
+    temperature: NonNegativeFloat = 0.0
+    """Sampling temperature of every backend."""
+    max_tokens: PositiveInt = 1024
+    """Most completion tokens per generation."""
+
+
+SystemFactory = Callable[[Any], System]
+SYSTEM_KINDS: dict[str, tuple[type[SystemConfig], SystemFactory]] = {}
+"""System kind → (its config class, a function building the system from a validated config)."""
+
+
+def register_system(kind: str, config_type: type[SystemConfig], factory: SystemFactory) -> None:
+    """Make ``kind`` usable in system config files (the runtime registers its systems here)."""
+    SYSTEM_KINDS[kind] = (config_type, factory)
+
+
+def system_config_from_dict(data: Any, *, source: str = "system config") -> SystemConfig:
+    """Validate a system config with the config class its ``kind`` names."""
+    if not isinstance(data, dict) or "kind" not in data:
+        raise ConfigError(f"invalid {source}:\n  kind: required, one of {', '.join(sorted(SYSTEM_KINDS))}")
+    if data["kind"] not in SYSTEM_KINDS:
+        raise ConfigError(
+            f"invalid {source}:\n  kind: {data['kind']!r} is not one of {', '.join(sorted(SYSTEM_KINDS))}"
+        )
+    return SYSTEM_KINDS[data["kind"]][0].from_dict(data, source=source)
+
+
+def load_system_config(path: str | Path) -> SystemConfig:
+    """Read and validate a system config file (YAML or JSON)."""
+    return system_config_from_dict(read_structured_file(path), source=str(path))
+
+
+def build_system(config: SystemConfig) -> System:
+    """The system a validated config describes."""
+    return SYSTEM_KINDS[config.kind][1](config)
+
+
+def _caller(config: SingleModelConfig) -> ModelCaller:
+    return ModelCaller(build_backend(config.backend), config.temperature, config.max_tokens)
+
+
+def _name(config: SystemConfig, model: str) -> str:
+    return config.name or f"{config.kind}:{model}"
+
+
+def _single_model(config: SingleModelConfig) -> System:
+    return SingleModelSystem(_name(config, config.backend.model), _caller(config))
+
+
+def _majority_vote(config: MajorityVoteConfig) -> System:
+    return MajorityVoteSystem(_name(config, config.backend.model), _caller(config), config.votes)
+
+
+def _self_refine(config: SelfRefineConfig) -> System:
+    return SelfRefineSystem(_name(config, config.backend.model), _caller(config), config.rounds)
+
+
+def _static_router(config: StaticRouterConfig) -> System:
+    callers = {
+        key: ModelCaller(build_backend(spec), config.temperature, config.max_tokens)
+        for key, spec in config.backends.items()
+    }
+    rules = [
+        RouteRule(rule.backend, tuple(rule.keywords), rule.min_chars, tuple(rule.verifiers)) for rule in config.rules
+    ]
+    try:
+        return StaticRouterSystem(_name(config, "+".join(config.backends)), callers, rules, config.default)
+    except ValueError as error:
+        raise ConfigError(f"invalid static_router config: {error}") from error
+
+
+register_system("single_model", SingleModelConfig, _single_model)
+register_system("majority_vote", MajorityVoteConfig, _majority_vote)
+register_system("self_refine", SelfRefineConfig, _self_refine)
+register_system("static_router", StaticRouterConfig, _static_router)
