@@ -79,3 +79,44 @@ def test_every_command_has_help(command):
 
 def test_version():
     assert runner.invoke(app, ["--version"]).output.startswith("podium ")
+
+
+def scripted_pool(tmp_path, replies_a, replies_b):
+    path = tmp_path / "pool.yaml"
+    path.write_text(
+        "workers:\n"
+        f"  - {{name: solver, backend: scripted, model: solver-m, replies: {json.dumps(replies_a)},"
+        " price: {input_per_mtok: 1, output_per_mtok: 2}}\n"
+        f"  - {{name: writer, backend: scripted, model: writer-m, replies: {json.dumps(replies_b)},"
+        " price: {input_per_mtok: 0, output_per_mtok: 0}}\n"
+        "tools: []\n"
+    )
+    return path
+
+
+def test_ask_uses_the_chosen_worker_and_reports_cost(tmp_path):
+    pool = scripted_pool(tmp_path, ["Paris."], ["Lyon."])
+    result = runner.invoke(app, ["ask", "Capital of France?", "--pool", str(pool)])
+    assert result.exit_code == 0 and result.stdout.strip() == "Paris."
+    # 3 prompt tokens at $1/M and 1 completion token at $2/M
+    assert "solver-m" in result.output and "cost     $0.0000050" in result.output
+    other = runner.invoke(app, ["ask", "Capital of France?", "--pool", str(pool), "--model", "writer"])
+    assert other.stdout.strip() == "Lyon."
+    missing = runner.invoke(app, ["ask", "x", "--pool", str(pool), "--model", "nobody"])
+    assert missing.exit_code == 2 and "no worker 'nobody'" in missing.output
+
+
+def test_describe_model_runs_tasks_and_lets_a_describer_write(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(json.dumps({"question": f"{i}+{i}?", "answer": str(2 * i)}) for i in range(5)))
+    pool = scripted_pool(tmp_path, ["The answer is 0.", "Answer: 2", "Answer: 5"], ["Good at small sums."])
+    result = runner.invoke(
+        app,
+        ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool), "--describer", "writer", "-n", "3"],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "Good at small sums."
+    assert "solver solved" in result.output and "of 3 sampled tasks" in result.output
+    tasks.write_text("{not json}\n")
+    broken = runner.invoke(app, ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool)])
+    assert broken.exit_code == 2 and ":1:" in broken.output
