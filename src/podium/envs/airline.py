@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
-from podium.envs.toolkit import ActionKind, ToolError, Toolkit, action, evaluate_arithmetic
+from podium.envs.toolkit import ActionKind, CustomerServiceTools, ToolError, action
 
 Cabin = Literal["basic_economy", "economy", "business"]
 INSURANCE_PER_PASSENGER = 30
@@ -45,7 +45,7 @@ class PaymentAmount(TypedDict):
     amount: float
 
 
-class AirlineTools(Toolkit):
+class AirlineTools(CustomerServiceTools):
     """Tools of the airline domain."""
 
     domain = "airline"
@@ -283,26 +283,6 @@ class AirlineTools(Toolkit):
         key = self.new_id("0123456789", 7, user["payment_methods"], prefix="certificate_")
         user["payment_methods"][key] = {"source": "certificate", "id": key, "amount": amount}
         return f"Certificate {key} of {amount} dollars added to user {user_id}."
-
-    # ----------------------------------------------------------------------------------------- generic
-
-    @action(ActionKind.GENERIC)
-    def calculate(self, expression: str) -> float:
-        """Calculate an arithmetic expression of numbers, + - * / and parentheses; rounded to 2 decimals.
-
-        Args:
-            expression: The expression, such as '2 * (350 - 122)'.
-        """
-        return round(evaluate_arithmetic(expression), 2)
-
-    @action(ActionKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """Transfer the user to a human agent, with a summary of their issue.
-
-        Args:
-            summary: A summary of the user's issue.
-        """
-        return "Transfer successful"
 
     # ----------------------------------------------------------------------------------------- helpers
 

@@ -10,12 +10,12 @@ import copy
 from collections import Counter
 from typing import Any, Literal
 
-from podium.envs.toolkit import ActionKind, ToolError, Toolkit, action, evaluate_arithmetic
+from podium.envs.toolkit import ActionKind, CustomerServiceTools, ToolError, action
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
-class RetailTools(Toolkit):
+class RetailTools(CustomerServiceTools):
     """Tools of the retail domain."""
 
     domain = "retail"
@@ -240,26 +240,6 @@ class RetailTools(Toolkit):
         user = self.db.get("users", user_id, "user")
         user["address"] = _address(address1, address2, city, state, country, zip)
         return copy.deepcopy(user)
-
-    # ----------------------------------------------------------------------------------------- generic
-
-    @action(ActionKind.GENERIC)
-    def calculate(self, expression: str) -> float:
-        """Calculate an arithmetic expression of numbers, + - * / and parentheses; rounded to 2 decimals.
-
-        Args:
-            expression: The expression, such as '2 * (350 - 122)'.
-        """
-        return round(evaluate_arithmetic(expression), 2)
-
-    @action(ActionKind.GENERIC)
-    def transfer_to_human_agents(self, summary: str) -> str:
-        """Transfer the user to a human agent, with a summary of their issue.
-
-        Args:
-            summary: A summary of the user's issue.
-        """
-        return "Transfer successful"
 
     # ----------------------------------------------------------------------------------------- helpers
 

@@ -155,6 +155,28 @@ _OPERATORS: dict[type, Callable[..., float]] = {
 }
 
 
+class CustomerServiceTools(Toolkit):
+    """The generic actions every customer-service domain of tau2 offers."""
+
+    @action(ActionKind.GENERIC)
+    def calculate(self, expression: str) -> float:
+        """Calculate an arithmetic expression of numbers, + - * / and parentheses; rounded to 2 decimals.
+
+        Args:
+            expression: The expression, such as '2 * (350 - 122)'.
+        """
+        return round(evaluate_arithmetic(expression), 2)
+
+    @action(ActionKind.GENERIC)
+    def transfer_to_human_agents(self, summary: str) -> str:
+        """Transfer the user to a human agent, with a summary of their issue.
+
+        Args:
+            summary: A summary of the user's issue.
+        """
+        return "Transfer successful"
+
+
 def evaluate_arithmetic(expression: str) -> float:
     """+, −, ×, ÷ and parentheses over numbers, without ``eval``; raises :class:`ToolError` otherwise."""
 
