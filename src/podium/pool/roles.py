@@ -123,6 +123,13 @@ def _task(subtask: str | None) -> str:
     return task
 
 
+def _reasoning_messages(task: str) -> list[Message]:
+    return [
+        Message(role="system", content=REASONER_PROMPT),
+        Message(role="user", content=f"<user_query>\n{task}\n</user_query>"),
+    ]
+
+
 def _backend(kit: RoleKit, model: str | None) -> tuple[str, ChatBackend]:
     label = model or kit.default_label
     return label, kit.backends[label]
@@ -131,10 +138,7 @@ def _backend(kit: RoleKit, model: str | None) -> tuple[str, ChatBackend]:
 def _standard_reasoner(kit: RoleKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
-        messages = [
-            Message(role="system", content=REASONER_PROMPT),
-            Message(role="user", content=f"<user_query>\n{_task(subtask)}\n</user_query>"),
-        ]
+        messages = _reasoning_messages(_task(subtask))
         return await ask(backend, messages, max_tokens=kit.max_tokens[label])
 
     return Tool.from_schema(
@@ -260,10 +264,7 @@ def _code(reply: str) -> str:
 def _ensemble_solver(kit: RoleKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
-        messages = [
-            Message(role="system", content=REASONER_PROMPT),
-            Message(role="user", content=f"<user_query>\n{_task(subtask)}\n</user_query>"),
-        ]
+        messages = _reasoning_messages(_task(subtask))
         spent = Spent()
         answers = []
         for _ in range(kit.ensemble_samples):
