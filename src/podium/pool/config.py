@@ -1,6 +1,6 @@
 """The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox and prices."""
 
-from typing import Literal, Self, get_args
+from typing import Literal, Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
@@ -9,6 +9,7 @@ from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.pricing import ModelPrice
 from podium.sandbox import SandboxConfig
 
+# Uno-Orchestra's primitive vocabulary (seed 003, Table 6).
 Primitive = Literal[
     "direct_answer",
     "reason",
@@ -24,8 +25,6 @@ Primitive = Literal[
     "call_api",
     "symbolic_math",
 ]
-PRIMITIVES: tuple[str, ...] = get_args(Primitive)
-"""Uno-Orchestra's primitive vocabulary (seed 003, Table 6)."""
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search"]
 RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
 

@@ -45,9 +45,6 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def __len__(self) -> int:
-        return len(self._tools)
-
     def names(self) -> list[str]:
         """Tool names in registration order."""
         return list(self._tools)

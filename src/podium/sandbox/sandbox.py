@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
 
@@ -187,7 +188,7 @@ class Sandbox:
         # /tmp is mounted before the read-only binds: an interpreter or virtual environment may live under it.
         for writable in ("/tmp", SCRATCH):
             command += ["--perms", "1777", "--size", str(config.scratch_mb << 20), "--tmpfs", writable]
-        command += _read_only_mounts(self._visible_paths())
+        command += self._read_only_binds
         command += ["--proc", "/proc", "--dev", "/dev"]
         for name, fd in fds.items():
             if name == LAUNCHER:
@@ -198,6 +199,11 @@ class Sandbox:
         for key, value in ENVIRONMENT.items():
             command += ["--setenv", key, value]
         return command
+
+    @cached_property
+    def _read_only_binds(self) -> list[str]:
+        # Resolving paths costs syscalls; the config is fixed once the sandbox exists, so do it once.
+        return _read_only_mounts(self._visible_paths())
 
     def _visible_paths(self) -> list[str]:
         python = Path(self.config.python)
