@@ -16,9 +16,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
+# The embedded SmolLM2-135M orchestrates the embedded pool offline, its actions grammar-constrained; an
+# untrained 135M orchestrator rarely finishes well, which is what `podium train` is for.
 demo: setup
-	$(BIN)/podium tools call python --args '{"code": "import math, platform\nprint(f\"6*7 = {6*7}\")\nprint(\"pi to 20 digits:\", format(math.pi, \".20f\"))\nprint(\"running on\", platform.node())"}'
-	$(BIN)/podium tools call symbolic_math --args '{"operation": "solve", "expression": "x^2 - 5x + 6 = 0"}'
+	$(BIN)/podium run "What is 123456789 * 987654321?" --allow python --allow smollm2 --max-turns 3 --max-tokens 200 --trace demo-trace.jsonl
+	$(BIN)/podium run "What is 123456789 * 987654321?" --policy dag --max-turns 2 --max-tokens 300 --trace demo-trace.jsonl
 
 test: setup
 	@./scripts/install-system-deps.sh --for-tests
@@ -32,6 +34,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_backends.py
 	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_runtime.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl

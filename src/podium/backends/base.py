@@ -52,7 +52,10 @@ class ChatBackend(Protocol):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        regex: str | None = None,
     ) -> Generation:
         """Complete the conversation; with ``json_schema`` the reply is JSON matching it (constrained
-        decoding where the backend supports it). Raises :class:`BackendError` on failure."""
+        decoding where the backend supports it). ``regex`` constrains the reply to a regular expression and
+        may only be given to a backend whose ``supports_regex`` is true. Raises :class:`BackendError` on
+        failure."""
         ...

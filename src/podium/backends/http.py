@@ -6,7 +6,7 @@ and the mapping of every failure to EXEC_ERR or TIMEOUT."""
 import asyncio
 import os
 import time
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
@@ -39,6 +39,10 @@ class HttpBackendConfig(Config):
     """Retries after the first attempt on connection errors, 408, 409, 429 and 5xx."""
     max_concurrent: PositiveInt = 8
     """Most requests in flight to this endpoint."""
+    structured_outputs: Literal["none", "vllm"] = "none"
+    """Whether the server constrains replies to a regular expression: ``vllm`` sends vLLM's
+    ``structured_outputs.regex`` (vLLM ≥ 0.12), so orchestrator actions follow the policy's grammar; ``none``
+    means replies are parsed unconstrained."""
 
 
 class HttpBackend:
@@ -57,6 +61,7 @@ class HttpBackend:
             base_url=config.base_url, api_key=api_key, timeout=config.timeout_s, max_retries=config.max_retries
         )
         self._in_flight = LoopSemaphore(config.max_concurrent)
+        self.supports_regex = config.structured_outputs == "vllm"
 
     async def generate(
         self,
@@ -66,7 +71,10 @@ class HttpBackend:
         temperature: float = 0.0,
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        regex: str | None = None,
     ) -> Generation:
+        if regex is not None and not self.supports_regex:
+            raise BackendError(f"{self.config.base_url}: regex constraints need structured_outputs: vllm")
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages],
@@ -80,6 +88,8 @@ class HttpBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "reply", "schema": json_schema, "strict": True},
             }
+        if regex is not None:
+            request["extra_body"] = {"structured_outputs": {"regex": regex}}
         async with self._in_flight:
             started = time.perf_counter()
             try:

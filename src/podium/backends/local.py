@@ -52,6 +52,17 @@ class LocalBackend:
         self._constraints: dict[str, Any] = {}
         self._constraint_backend: Any = None
         self._requests = 0
+        self.supports_regex = True
+
+    @classmethod
+    def from_loaded(
+        cls, model: Any, tokenizer: Any, config: LocalBackendConfig | None = None, price: ModelPrice | None = None
+    ) -> "LocalBackend":
+        """A backend around a model already in memory, e.g. one being trained: it generates with the live
+        weights, so RL rollouts come from the current policy. ``config.path`` and ``device`` are not used."""
+        backend = cls(config, price)
+        backend._loaded = (require_extra("local", "torch"), model, tokenizer)
+        return backend
 
     def load(self) -> tuple[Any, Any, Any]:
         """Load (once) and return ``(torch, model, tokenizer)``."""
@@ -91,13 +102,16 @@ class LocalBackend:
         temperature: float = 0.0,
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        regex: str | None = None,
     ) -> Generation:
+        if json_schema is not None and regex is not None:
+            raise BackendError("give json_schema or regex, not both")
         async with self._one_at_a_time:
             self._requests += 1
             seed = self.config.seed + self._requests
             started = time.perf_counter()
             text, prompt_tokens, completion_tokens, reason = await asyncio.to_thread(
-                self._generate, messages, max_tokens, temperature, stop or [], json_schema, seed
+                self._generate, messages, max_tokens, temperature, stop or [], json_schema, regex, seed
             )
         return Generation(
             text=text,
@@ -116,6 +130,7 @@ class LocalBackend:
         temperature: float,
         stop: list[str],
         json_schema: dict[str, Any] | None,
+        regex: str | None,
         seed: int,
     ) -> tuple[str, int, int, str]:
         torch, model, tokenizer = self.load()
@@ -133,7 +148,9 @@ class LocalBackend:
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if json_schema is not None:
-            options["logits_processor"] = transformers.LogitsProcessorList([self._json_constraint(json_schema)])
+            options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("json", json_schema)])
+        if regex is not None:
+            options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("regex", regex)])
         if stop:
             options["stop_strings"] = stop
             options["tokenizer"] = tokenizer
@@ -148,16 +165,22 @@ class LocalBackend:
                 text, reason = text[: text.index(marker)], "stop"
         return text, prompt_tokens, completion_tokens, reason
 
-    def _json_constraint(self, schema: dict[str, Any]) -> Any:
-        # Index construction costs ~0.5 s per schema: keep one per schema, reset before each use.
-        key = json.dumps(schema, sort_keys=True)
+    def _constraint(self, kind: Literal["json", "regex"], target: dict[str, Any] | str) -> Any:
+        # Index construction costs up to seconds per grammar: keep one per grammar, reset before each use.
+        source = json.dumps(target, sort_keys=True) if kind == "json" else str(target)
+        key = f"{kind}:{source}"
         if key not in self._constraints:
             if self._constraint_backend is None:
                 outlines = require_extra("local", "outlines")
                 core = require_extra("local", "outlines.backends.outlines_core")
                 _, model, tokenizer = self.load()
                 self._constraint_backend = core.OutlinesCoreBackend(outlines.from_transformers(model, tokenizer))
-            self._constraints[key] = self._constraint_backend.get_json_schema_logits_processor(key)
+            build = (
+                self._constraint_backend.get_json_schema_logits_processor
+                if kind == "json"
+                else self._constraint_backend.get_regex_logits_processor
+            )
+            self._constraints[key] = build(source)
         processor = self._constraints[key]
         processor.reset()
         return processor

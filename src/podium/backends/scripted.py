@@ -14,6 +14,8 @@ class ScriptedBackend:
     """Answers each request with the next scripted reply (a string, or a function of the messages).
 
     Token counts are whitespace-separated words, so accounting paths are exercised with plausible numbers.
+    With ``supports_regex`` it accepts (and records in ``regexes``) the grammar a constrained run sends; the
+    replies are not checked against it.
     """
 
     def __init__(
@@ -23,8 +25,11 @@ class ScriptedBackend:
         model: str = "scripted",
         repeat_last: bool = False,
         price: ModelPrice | None = None,
+        supports_regex: bool = False,
     ) -> None:
         self.model = model
+        self.supports_regex = supports_regex
+        self.regexes: list[str | None] = []
         self.price = price or ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
         self.replies = list(replies)
         self.repeat_last = repeat_last
@@ -38,9 +43,13 @@ class ScriptedBackend:
         temperature: float = 0.0,
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
+        regex: str | None = None,
     ) -> Generation:
+        if regex is not None and not self.supports_regex:
+            raise BackendError(f"scripted backend '{self.model}' was not set up to accept regex constraints")
         index = len(self.requests)
         self.requests.append(list(messages))
+        self.regexes.append(regex)
         if index >= len(self.replies):
             if not (self.repeat_last and self.replies):
                 raise BackendError(f"scripted backend '{self.model}' has no reply left for request {index + 1}")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, NonNegativeFloat
 
 from podium.core.budget import Budget, Spend, StopReason
 from podium.core.calls import CallUsage, ToolResult
+from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.record import Record
 
@@ -51,6 +52,9 @@ class Trajectory(Record):
     """Wall-clock seconds of the whole episode."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form provenance (policy, pool, task id, seed…)."""
+    messages: list[Message] = Field(default_factory=list)
+    """The orchestrator's conversation exactly as it was prompted: system prompt, task, then its own outputs
+    (``assistant``) alternating with the observations the runtime wrote (``user``). Training masks it."""
 
     @property
     def results(self) -> list[ToolResult]:

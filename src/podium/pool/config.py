@@ -62,6 +62,9 @@ class WorkerConfig(Config):
     """For ``http``: retries on connection errors, 429 and 5xx."""
     max_concurrent: PositiveInt = 8
     """For ``http``: most requests in flight."""
+    structured_outputs: Literal["none", "vllm"] = "none"
+    """For ``http``: ``vllm`` when the server is vLLM ≥ 0.12, so an orchestrator served there generates its
+    actions under the policy's grammar."""
 
     @model_validator(mode="after")
     def _backend_fields(self) -> Self:

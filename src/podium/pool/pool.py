@@ -2,6 +2,7 @@
 label mapping, and the table of members rendered into the orchestrator's system prompt."""
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,21 +58,26 @@ class Pool:
             self.config, self.prices, self.sandbox, self.backends, self.worker_prices, blind_labels(self.config, seed)
         )
 
-    def table(self) -> str:
-        """The pool as a text table for the system prompt: names, descriptions, prices, primitives."""
+    def table(self, tools: ToolRegistry | None = None, workers: Collection[str] | None = None) -> str:
+        """The pool as a text table for the system prompt: names (or blind labels), descriptions, prices and
+        primitives of the shown ``workers`` (labels; default all) and ``tools`` (default the pool's)."""
+        tools = tools if tools is not None else self.registry
+        shown = set(self.labels.values()) if workers is None else set(workers)
         lines = ["| name | kind | description | price | primitives |", "|---|---|---|---|---|"]
         for worker in self.config.workers:
+            if self.labels[worker.name] not in shown:
+                continue
             price = self.worker_prices[worker.name]
             lines.append(
                 f"| {self.labels[worker.name]} | model | {worker.description or 'a language model'} | "
                 f"${price.input_per_mtok:g}/${price.output_per_mtok:g} per 1M in/out tokens | "
                 f"{', '.join(worker.primitives)} |"
             )
-        shown_workers = set(self.labels.values())
-        for tool in self.registry.specs():
-            if tool.name in shown_workers:
+        all_workers = set(self.labels.values())
+        for spec in tools.specs():
+            if spec.name in all_workers:
                 continue
-            price = self.prices.tool_price(tool.name)
+            price = self.prices.tool_price(spec.name)
             cost = " + ".join(
                 part
                 for part in (
@@ -81,8 +87,8 @@ class Pool:
                 )
                 if part
             )
-            kind = "role" if tool.name in self.config.roles else "tool"
-            lines.append(f"| {tool.name} | {kind} | {tool.description} | {cost or 'free'} | |")
+            kind = "role" if spec.name in self.config.roles else "tool"
+            lines.append(f"| {spec.name} | {kind} | {spec.description} | {cost or 'free'} | |")
         return "\n".join(lines)
 
     def admissible_pairs(self) -> dict[tuple[str, str], ModelPrice]:
@@ -139,6 +145,8 @@ class Pool:
             search_tool=next((t for t in ("local_search", "web_search") if t in config.tools), None),
             ensemble_samples=config.ensemble_samples,
             timeout_s=slowest * (config.ensemble_samples + 2),
+            prices={self.labels[name]: price for name, price in self.worker_prices.items()},
+            tool_usd_bounds={name: helpers.price_bound(name) for name in basic},
         )
 
 

@@ -12,7 +12,7 @@ from jsonschema.exceptions import best_match
 
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult, ToolSpec
 from podium.pool.pricing import PriceCatalog
-from podium.pool.tool import Tool, ToolOutput, render_value
+from podium.pool.tool import CostBound, Tool, ToolOutput, render_value
 
 DEFAULT_MAX_OBSERVATION_CHARS = 16_384
 """About ParaManager's 4,096-token max_tool_response_length at ~4 characters per token."""
@@ -64,6 +64,21 @@ class ToolRegistry:
             raise KeyError(f"unknown tools in allow/deny lists: {sorted(unknown)}")
         kept = [t for name, t in self._tools.items() if (allow is None or name in allow) and name not in deny]
         return ToolRegistry(kept, prices=self.prices, max_observation_chars=self.max_observation_chars)
+
+    def cost_bound(self, call: ToolCall) -> CostBound:
+        """The most ``call`` can cost: the tool's catalog price at its time limit plus its model spend bound.
+        A call that will be refused as malformed costs nothing."""
+        item = self._tools.get(call.name)
+        if item is None or not isinstance(call.arguments, dict) or not item.validator.is_valid(call.arguments):
+            return CostBound()
+        bound = CostBound(usd=self.price_bound(item.name))
+        return bound + item.cost_bound(call.arguments) if item.cost_bound else bound
+
+    def price_bound(self, name: str) -> float:
+        """The most the catalog charges for one call of tool ``name``: per call, plus per second up to its
+        time limit."""
+        price = self.prices.tool_price(name)
+        return price.per_call_usd + price.per_second_usd * self._tools[name].timeout_s
 
     async def call(self, call: ToolCall) -> ToolResult:
         """Validate and run one call; never raises for a failure of the call itself."""

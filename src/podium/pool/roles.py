@@ -3,7 +3,7 @@ a ``model`` (default: the pool's role worker) and calls that model with its own 
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from podium.backends.base import ChatBackend
@@ -11,8 +11,9 @@ from podium.core.answers import extract_answer, majority
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.messages import Message
 from podium.pool.context import current_episode
-from podium.pool.tool import Tool, ToolOutput
-from podium.pool.workers import ask
+from podium.pool.pricing import ModelPrice
+from podium.pool.tool import CostBound, Tool, ToolOutput
+from podium.pool.workers import ask, generation_bound
 
 REASONER_PROMPT = (
     "You are a careful problem solver. Think the problem through step by step, checking each step, using "
@@ -66,6 +67,19 @@ class RoleKit:
     """Samples ensemble_solver votes over."""
     timeout_s: float = 600.0
     """Time limit of one role call (several model calls and tools)."""
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+    """Worker label → token prices, for the cost bound checked before a role runs (free when absent)."""
+    tool_usd_bounds: dict[str, float] = field(default_factory=dict)
+    """Helper tool name → the most one call of it can cost (e.g. a paid search)."""
+
+    def bound(self, arguments: dict[str, Any], prompt: str, generations: int = 1, tool_calls: int = 0) -> CostBound:
+        """The most a role call can cost: ``generations`` full generations on the chosen worker with this
+        prompt, plus ``tool_calls`` calls of its helper tool."""
+        label = arguments.get("model") or self.default_label
+        price = self.prices.get(label, ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0))
+        generation = generation_bound(price, prompt, self.max_tokens[label]) * generations
+        helper = self.search_tool if tool_calls and self.search_tool else "python"
+        return generation + CostBound(usd=tool_calls * self.tool_usd_bounds.get(helper, 0.0))
 
 
 class Spent:
@@ -116,6 +130,15 @@ def _question() -> str:
     return episode.question if episode else ""
 
 
+def _history() -> str:
+    episode = current_episode.get()
+    return episode.history if episode else ""
+
+
+def _prompt_task(arguments: dict[str, Any]) -> str:
+    return str(arguments.get("subtask") or _question())
+
+
 def _task(subtask: str | None) -> str:
     task = subtask or _question()
     if not task:
@@ -147,14 +170,14 @@ def _standard_reasoner(kit: RoleKit) -> Tool:
         _schema(kit, "The problem to reason about; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
+        cost_bound=lambda arguments: kit.bound(arguments, REASONER_PROMPT + _prompt_task(arguments)),
     )
 
 
 def _critical_reviewer(kit: RoleKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
-        episode = current_episode.get()
-        history = episode.history if episode else ""
+        history = _history()
         focus = f"\n<focus>\n{subtask}\n</focus>" if subtask else ""
         user = (
             f"<conversation_history>\n{history}\n</conversation_history>\n"
@@ -170,6 +193,7 @@ def _critical_reviewer(kit: RoleKit) -> Tool:
         _schema(kit, "What to scrutinise in particular; default: the whole history."),
         run,
         timeout_s=kit.timeout_s,
+        cost_bound=lambda arguments: kit.bound(arguments, REVIEWER_PROMPT + _history() + _prompt_task(arguments) * 2),
     )
 
 
@@ -207,6 +231,7 @@ def _knowledge_searcher(kit: RoleKit) -> Tool:
         _schema(kit, "What to find out; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
+        cost_bound=lambda arguments: kit.bound(arguments, QUERY_PROMPT + _prompt_task(arguments), tool_calls=3),
     )
 
 
@@ -247,6 +272,7 @@ def _code_reasoner(kit: RoleKit) -> Tool:
         _schema(kit, "What to compute; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
+        cost_bound=lambda arguments: kit.bound(arguments, CODE_PROMPT + _prompt_task(arguments), tool_calls=1),
     )
 
 
@@ -284,6 +310,9 @@ def _ensemble_solver(kit: RoleKit) -> Tool:
         _schema(kit, "The problem to solve; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
+        cost_bound=lambda arguments: kit.bound(
+            arguments, REASONER_PROMPT + _prompt_task(arguments), generations=kit.ensemble_samples
+        ),
     )
 
 

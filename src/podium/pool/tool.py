@@ -48,6 +48,26 @@ class ToolOutput:
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class CostBound:
+    """The most a call can cost, estimated before it runs (budgets refuse calls that could overspend)."""
+
+    usd: float = 0.0
+    tokens: int = 0
+
+    def __add__(self, other: "CostBound") -> "CostBound":
+        return CostBound(self.usd + other.usd, self.tokens + other.tokens)
+
+    def __mul__(self, times: int) -> "CostBound":
+        return CostBound(self.usd * times, self.tokens * times)
+
+
+def estimate_tokens(text: str) -> int:
+    """A prompt's tokens estimated from its characters, on the high side: English runs about four characters per
+    token, so a third of the characters plus a per-request margin over-estimates ordinary prompts."""
+    return len(text) // 3 + 16
+
+
 @dataclass
 class Tool:
     """A member of the pool."""
@@ -59,6 +79,9 @@ class Tool:
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Time limit of one call; a sync function keeps its thread after the limit, so untrusted or
     unbounded work belongs in a subprocess (as the python tool does)."""
+    cost_bound: Callable[[dict[str, Any]], CostBound] | None = None
+    """For tools backed by models: the most one call with these arguments can cost in tokens and model USD
+    (the tool's own price from the catalog comes on top)."""
     validator: Draft202012Validator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,9 +108,11 @@ class Tool:
         function: ToolFunction,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        cost_bound: Callable[[dict[str, Any]], CostBound] | None = None,
     ) -> "Tool":
         """A tool from an explicit JSON schema."""
-        return cls(ToolSpec(name=name, description=description, parameters=parameters), function, timeout_s)
+        spec = ToolSpec(name=name, description=description, parameters=parameters)
+        return cls(spec, function, timeout_s, cost_bound)
 
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         """Run the function on already-validated arguments."""

@@ -7,7 +7,7 @@ from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.pool.config import WorkerConfig
 from podium.pool.pricing import ModelPrice, PriceCatalog
-from podium.pool.tool import Tool, ToolOutput
+from podium.pool.tool import CostBound, Tool, ToolOutput, estimate_tokens
 
 
 def worker_price(worker: WorkerConfig, prices: PriceCatalog) -> ModelPrice:
@@ -27,6 +27,7 @@ def build_backend(worker: WorkerConfig, prices: PriceCatalog) -> ChatBackend:
             timeout_s=worker.timeout_s,
             max_retries=worker.max_retries,
             max_concurrent=worker.max_concurrent,
+            structured_outputs=worker.structured_outputs,
         )
         return HttpBackend(config, price=price)
     if worker.backend == "local":
@@ -55,6 +56,9 @@ def model_tool(label: str, worker: WorkerConfig, backend: ChatBackend, price: Mo
     async def answer(prompt: str) -> ToolOutput:
         return await ask(backend, [Message(role="user", content=prompt)], max_tokens=worker.max_tokens)
 
+    def cost_bound(arguments: dict[str, object]) -> CostBound:
+        return generation_bound(price, str(arguments.get("prompt", "")), worker.max_tokens)
+
     description = worker.description or "A language model that answers the prompt it is given."
     description += (
         f" Price: ${price.input_per_mtok:g} per 1M input tokens, ${price.output_per_mtok:g} per 1M output tokens."
@@ -70,4 +74,11 @@ def model_tool(label: str, worker: WorkerConfig, backend: ChatBackend, price: Mo
         },
         answer,
         timeout_s=worker.timeout_s * (worker.max_retries + 1),
+        cost_bound=cost_bound,
     )
+
+
+def generation_bound(price: ModelPrice, prompt: str, max_tokens: int) -> CostBound:
+    """The most one generation can cost: the estimated prompt plus a full completion budget."""
+    prompt_tokens = estimate_tokens(prompt)
+    return CostBound(usd=price.cost(prompt_tokens, max_tokens), tokens=prompt_tokens + max_tokens)

@@ -1,0 +1,55 @@
+"""The three action spaces on one executor: serial (ToolOrchestra), parallel rounds (ParaManager) and DAG
+selective delegation (Uno-Orchestra)."""
+
+from typing import Literal
+
+from podium.policies.base import (
+    Action,
+    ActionParseError,
+    Answer,
+    Calls,
+    InvalidCall,
+    Plan,
+    Policy,
+    PoolView,
+    Route,
+    Subtask,
+    Summarize,
+)
+from podium.policies.dag import DagPolicy
+from podium.policies.parallel import ParallelPolicy
+from podium.policies.serial import SerialPolicy
+
+PolicyName = Literal["serial", "parallel", "dag"]
+
+
+def build_policy(name: PolicyName) -> Policy:
+    """The policy called ``name`` with the papers' defaults."""
+    policies: dict[str, type[SerialPolicy] | type[ParallelPolicy] | type[DagPolicy]] = {
+        "serial": SerialPolicy,
+        "parallel": ParallelPolicy,
+        "dag": DagPolicy,
+    }
+    if name not in policies:
+        raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
+    return policies[name]()
+
+
+__all__ = [
+    "Action",
+    "ActionParseError",
+    "Answer",
+    "Calls",
+    "DagPolicy",
+    "InvalidCall",
+    "ParallelPolicy",
+    "Plan",
+    "Policy",
+    "PolicyName",
+    "PoolView",
+    "Route",
+    "SerialPolicy",
+    "Subtask",
+    "Summarize",
+    "build_policy",
+]

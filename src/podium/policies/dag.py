@@ -1,0 +1,252 @@
+"""Uno-Orchestra's selective delegation: answer directly (lazy) or emit a DAG of subtasks, each routed to an
+admissible (worker, primitive) pair. The grammar (SPEC §3.3) is the same in SFT, RL and inference::
+
+    <plan round="r">
+      <subtask id="k" depends_on="i,j"> description </subtask>
+    </plan>
+    <route subtask="k" model="WORKER" skill="PRIMITIVE"> instruction </route>
+    <obs subtask="k"> the worker's return </obs>          (written by the runtime)
+    <verify> self-check, may contain <replan/> </verify>
+    <final_answer> answer </final_answer>
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from typing import get_args
+
+from podium.core.calls import ToolResult
+from podium.policies.base import Action, ActionParseError, Answer, Plan, PoolView, Route, Subtask
+from podium.policies.hermes import ANSWER_CHARS, THINKING_CHARS, repeat
+from podium.pool.config import Primitive
+
+PRIMITIVES: tuple[str, ...] = get_args(Primitive)
+_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*?)(/?)>")
+_ATTRIBUTE = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
+_ID = re.compile(r"\d{1,6}")
+GRAMMAR_NODES = 4
+"""Most subtasks per plan that the decoding grammar allows (the validator allows ``max_subtasks``): bounded
+repetitions keep a small model from listing subtasks until its token budget runs out."""
+GRAMMAR_TEXT_CHARS = 80
+"""Most characters of a subtask description or route instruction under the grammar."""
+
+DAG_PROMPT = """You are an orchestrator that delegates selectively. For an easy question answer at once:
+<final_answer>ANSWER</final_answer>
+Otherwise decompose it into subtasks and route each to a (model, skill) pair from the pool:
+<plan round="1">
+<subtask id="1">first subtask</subtask>
+<subtask id="2" depends_on="1">a subtask that needs the result of 1</subtask>
+</plan>
+<route subtask="1" model="MODEL" skill="SKILL">instruction for the worker</route>
+<route subtask="2" model="MODEL" skill="SKILL">instruction for the worker</route>
+
+Rules: subtask ids are integers and depends_on lists only smaller ids; every subtask gets exactly one route; \
+model and skill must be an admissible pair of the table. Subtasks whose dependencies are done run in parallel, \
+and each receives its parents' results. Results come back as <obs subtask="k"> blocks. Then check them in \
+<verify>...</verify> and either give <final_answer>ANSWER</final_answer> or write <replan/> inside <verify> and \
+a new <plan> with a higher round number. Give exactly one final answer, a single short string.
+
+The pool (model, description, price, skills):
+{table}
+
+Admissible (model, skill) pairs: {pairs}"""
+
+
+@dataclass
+class _Element:
+    name: str
+    attributes: dict[str, str]
+    start: int
+    body_start: int
+    children: list["_Element"] = field(default_factory=list)
+    body: str = ""
+
+
+class DagPolicy:
+    """Lazy answers or plans of subtasks with routes, validated rule by rule; at most 8 turns."""
+
+    name = "dag"
+    max_turns = 8
+
+    def __init__(self, max_subtasks: int = 16) -> None:
+        if max_subtasks < 1:
+            raise ValueError("max_subtasks must be at least 1")
+        self.max_calls_per_round = max_subtasks
+
+    def system_prompt(self, view: PoolView) -> str:
+        pairs = ", ".join(f"({model}, {skill})" for model, skill in sorted(view.admissible)) or "none"
+        return DAG_PROMPT.format(table=view.table, pairs=pairs)
+
+    def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
+        elements = _elements(text)
+        plans = [e for e in elements if e.name == "plan"]
+        answers = [e for e in elements if e.name == "final_answer"]
+        verifies = [e for e in elements if e.name == "verify"]
+        earlier = [action for action in previous if isinstance(action, Plan)]
+        if len(answers) > 1:
+            raise ActionParseError(f"{len(answers)} <final_answer> blocks: give exactly one final answer")
+        if len(plans) > 1:
+            raise ActionParseError("more than one <plan>: write one plan per turn")
+        if len(verifies) > 1:
+            raise ActionParseError("more than one <verify>: check the observations once per turn")
+        if answers and plans:
+            raise ActionParseError("a turn either plans or answers: a <final_answer> cannot follow an unrun plan")
+        if not answers and not plans:
+            raise ActionParseError("write a <plan> with one <route> per subtask, or a <final_answer>")
+        verify = verifies[0] if verifies else None
+        if earlier and verify is None:
+            raise ActionParseError(
+                "after observations, check them in <verify>…</verify> before answering or replanning"
+            )
+        if answers:
+            answer = answers[0].body.strip()
+            if not answer:
+                raise ActionParseError("the <final_answer> is empty")
+            return Answer(answer)
+        if earlier and not any(child.name == "replan" for child in verify.children):  # type: ignore[union-attr]
+            raise ActionParseError("a new plan needs <replan/> inside <verify>")
+        routes = [e for e in elements if e.name == "route"]
+        return _plan(plans[0], routes, earlier, view, verify.body.strip() if verify else None, self.max_calls_per_round)
+
+    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+        blocks = []
+        for result in results:
+            body = result.observation or result.reason or ""
+            subtask = escape(result.call.id.removeprefix("subtask-"))
+            blocks.append(f'<obs subtask="{subtask}" status="{result.status.value}">\n{body}\n</obs>')
+        return "\n".join(blocks)
+
+    def rejection(self, reason: str, remaining: str) -> str:
+        return f"<error>\n{reason}\n</error>"
+
+    def grammar(self, view: PoolView) -> str | None:
+        verify = "(<verify>" + repeat("[^<]", 0, THINKING_CHARS) + "(<replan/>)?</verify>\n)?"
+        answer = "<final_answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</final_answer>"
+        options = [answer]
+        by_model: dict[str, list[str]] = {}
+        for model, skill in sorted(view.admissible):
+            by_model.setdefault(model, []).append(skill)
+        if by_model:
+            pair = "|".join(
+                f'model="{re.escape(model)}" skill="({"|".join(map(re.escape, skills))})"'
+                for model, skills in by_model.items()
+            )
+            text = repeat(r"[^<\n]", 1, GRAMMAR_TEXT_CHARS)
+            nodes = min(GRAMMAR_NODES, self.max_calls_per_round)
+            subtask = r'<subtask id="\d{1,2}"( depends_on="(\d{1,2}(,\d{1,2})*)?")?>' + text + "</subtask>\n"
+            route = r'<route subtask="\d{1,2}" (' + pair + ")>" + text + "</route>\n"
+            plan = r'<plan round="\d{1,2}">\n' + repeat(subtask, 1, nodes) + "</plan>\n" + repeat(route, 1, nodes)
+            options.append(plan)
+        return verify + "(" + "|".join(options) + ")"
+
+
+def _elements(text: str) -> list[_Element]:
+    """The top-level grammar elements of ``text`` (free text between them is ignored), checking nesting."""
+    top: list[_Element] = []
+    stack: list[_Element] = []
+    for match in _TAG.finditer(text):
+        closing, name, raw_attributes, self_closing = match.groups()
+        if name == "obs":
+            raise ActionParseError("<obs> blocks are written by the runtime, not by the orchestrator")
+        if name == "replan":
+            if not stack or stack[-1].name != "verify" or closing:
+                raise ActionParseError("<replan/> belongs inside <verify>")
+            stack[-1].children.append(_Element(name, {}, match.start(), match.end()))
+            continue
+        if closing:
+            if not stack or stack[-1].name != name:
+                raise ActionParseError(f"unexpected </{name}>: no open <{name}> to close")
+            element = stack.pop()
+            element.body = text[element.body_start : match.start()]
+            continue
+        if self_closing:
+            raise ActionParseError(f"<{name}/> cannot be empty: write <{name}>…</{name}>")
+        element = _Element(name, dict(_ATTRIBUTE.findall(raw_attributes)), match.start(), match.end())
+        parent = stack[-1].name if stack else None
+        if name == "route" and parent == "route":
+            raise ActionParseError("nested <route>: routes are top-level, one per subtask")
+        if name == "subtask" and parent != "plan":
+            raise ActionParseError("<subtask> must be inside <plan>")
+        if name != "subtask" and parent is not None:
+            raise ActionParseError(f"<{name}> cannot be inside <{parent}>")
+        (stack[-1].children if stack else top).append(element)
+        stack.append(element)
+    if stack:
+        raise ActionParseError(f"<{stack[-1].name}> is not closed")
+    return top
+
+
+def _integer(element: _Element, attribute: str) -> int:
+    value = element.attributes.get(attribute)
+    if value is None:
+        raise ActionParseError(f'<{element.name}> needs a {attribute}="…" attribute')
+    if not _ID.fullmatch(value.strip()):
+        raise ActionParseError(f'<{element.name} {attribute}="{value}">: {attribute} must be a non-negative integer')
+    return int(value)
+
+
+def _plan(
+    plan: _Element, routes: list[_Element], earlier: list[Plan], view: PoolView, verify: str | None, limit: int
+) -> Plan:
+    round_index = _integer(plan, "round")
+    if earlier and round_index <= earlier[-1].round:
+        raise ActionParseError(f"plan round {round_index} must be greater than the last round {earlier[-1].round}")
+    done = {subtask.id for previous in earlier for subtask in previous.subtasks}
+    subtasks: list[Subtask] = []
+    for node in plan.children:
+        subtasks.append(_subtask(node, done, {s.id for s in subtasks}))
+    if not subtasks:
+        raise ActionParseError("the <plan> has no <subtask>")
+    if len(subtasks) > limit:
+        raise ActionParseError(f"the plan has {len(subtasks)} subtasks; at most {limit} per round")
+    planned = {subtask.id: subtask for subtask in subtasks}
+    by_subtask: dict[int, Route] = {}
+    for element in routes:
+        route = _route(element, view)
+        if route.subtask not in planned:
+            raise ActionParseError(f"<route> names unknown subtask {route.subtask}; this plan has {sorted(planned)}")
+        if route.subtask in by_subtask:
+            raise ActionParseError(f"subtask {route.subtask} has two routes; give exactly one")
+        by_subtask[route.subtask] = route
+    missing = sorted(set(planned) - set(by_subtask))
+    if missing:
+        raise ActionParseError(f"subtasks {missing} have no <route>")
+    return Plan(round=round_index, subtasks=subtasks, routes=by_subtask, verify=verify)
+
+
+def _subtask(node: _Element, done: set[int], seen: set[int]) -> Subtask:
+    subtask_id = _integer(node, "id")
+    if subtask_id in seen or subtask_id in done:
+        raise ActionParseError(f"subtask id {subtask_id} is used twice; ids are unique in an episode")
+    raw = node.attributes.get("depends_on", "").strip()
+    parents: list[int] = []
+    for part in filter(None, (piece.strip() for piece in raw.split(","))):
+        if not _ID.fullmatch(part):
+            raise ActionParseError(f'subtask {subtask_id}: depends_on="{raw}" must list integer ids')
+        parent = int(part)
+        if parent >= subtask_id:
+            raise ActionParseError(
+                f"subtask {subtask_id} depends on {parent}: depends_on ids must be smaller (this rules out cycles)"
+            )
+        if parent not in seen and parent not in done:
+            raise ActionParseError(f"subtask {subtask_id} depends on unknown subtask {parent}")
+        parents.append(parent)
+    description = node.body.strip()
+    if not description:
+        raise ActionParseError(f"subtask {subtask_id} has no description")
+    return Subtask(id=subtask_id, depends_on=tuple(dict.fromkeys(parents)), description=description)
+
+
+def _route(element: _Element, view: PoolView) -> Route:
+    subtask_id = _integer(element, "subtask")
+    model = element.attributes.get("model", "")
+    skill = element.attributes.get("skill", "")
+    if model not in view.workers:
+        raise ActionParseError(f"route of subtask {subtask_id}: unknown model '{model}'; models: {view.workers}")
+    if skill not in PRIMITIVES:
+        raise ActionParseError(f"route of subtask {subtask_id}: unknown skill '{skill}'; skills: {list(PRIMITIVES)}")
+    if (model, skill) not in view.admissible:
+        offered = sorted(s for m, s in view.admissible if m == model)
+        raise ActionParseError(f"route of subtask {subtask_id}: {model} does not offer '{skill}'; it offers {offered}")
+    return Route(subtask=subtask_id, model=model, skill=skill, instruction=element.body.strip())

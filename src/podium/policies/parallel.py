@@ -1,0 +1,75 @@
+"""ParaManager's parallel rounds: reason, then up to n_max calls run concurrently; ``final_answer`` hands the
+history to a summarizer model that writes the answer."""
+
+from collections.abc import Sequence
+
+from podium.core.calls import ToolResult, ToolSpec
+from podium.policies.base import Action, ActionParseError, Calls, PoolView, Summarize
+from podium.policies.hermes import THINKING_CHARS, call_regex, read_tool_calls, render_results, render_tools, repeat
+
+FINAL_ANSWER = ToolSpec(
+    name="final_answer",
+    description="End the episode: a summarizer model reads the whole history and writes the final answer. "
+    "Call it alone, once the evidence suffices.",
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+PARALLEL_PROMPT = """You are a manager agent. You solve the user's task in rounds by delegating to the agents and \
+tools of the pool below; every call returns a value and an explicit status.
+
+Each round, write your reasoning inside <reasoning>...</reasoning>, then 1 to {n_max} calls, which run in \
+parallel:
+<tool_call>{{"name": "TOOL", "arguments": {{...}}}}</tool_call>
+Statuses: OK; PARSE_ERR (malformed call, not run: fix it); EXEC_ERR (it failed: change the arguments or switch \
+tools); TIMEOUT. When the evidence suffices, call final_answer alone; a summarizer then writes the answer.
+
+Useful strategies: ask several models and compare (multi-model consensus); check one result with another tool \
+(multi-tool consensus); rephrase a subtask (prompt variation); ensemble reasoning; have a different model review \
+a solution (heterogeneous review). Spend the budget where it changes the answer.
+
+The pool:
+{table}
+
+Tool signatures:
+{tools}"""
+
+
+class ParallelPolicy:
+    """``<reasoning>`` then 1..n_max ``<tool_call>`` blocks per round, at most 12 rounds."""
+
+    name = "parallel"
+    max_turns = 12
+
+    def __init__(self, max_calls_per_round: int = 4) -> None:
+        if max_calls_per_round < 1:
+            raise ValueError("max_calls_per_round must be at least 1")
+        self.max_calls_per_round = max_calls_per_round
+
+    def system_prompt(self, view: PoolView) -> str:
+        tools = render_tools([*view.tools, FINAL_ANSWER])
+        return PARALLEL_PROMPT.format(n_max=self.max_calls_per_round, table=view.table, tools=tools)
+
+    def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
+        calls, invalid = read_tool_calls(text)
+        finals = [call for call in calls if call.name == FINAL_ANSWER.name]
+        if finals:
+            if len(calls) > 1 or invalid:
+                raise ActionParseError("final_answer must be the only call of its round")
+            return Summarize(finals[0])
+        if not calls and not invalid:
+            raise ActionParseError(
+                f"no <tool_call> block: each round makes 1 to {self.max_calls_per_round} calls, "
+                "or calls final_answer alone"
+            )
+        return Calls(calls, invalid)
+
+    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+        return f"{render_results(results)}\n{remaining}"
+
+    def rejection(self, reason: str, remaining: str) -> str:
+        return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>\n{remaining}'
+
+    def grammar(self, view: PoolView) -> str | None:
+        call = call_regex([*view.tools, FINAL_ANSWER])
+        reasoning = "<reasoning>" + repeat("[^<]", 0, THINKING_CHARS) + "</reasoning>\n"
+        return reasoning + repeat(call + "\n", 1, self.max_calls_per_round)

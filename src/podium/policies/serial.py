@@ -1,0 +1,80 @@
+"""ToolOrchestra's serial action space: reason, make one tool call, read the result, repeat, then answer."""
+
+import re
+from collections.abc import Sequence
+
+from podium.core.answers import last_boxed
+from podium.core.calls import ToolResult
+from podium.policies.base import Action, ActionParseError, Answer, Calls, PoolView
+from podium.policies.hermes import (
+    ANSWER_CHARS,
+    THINKING_CHARS,
+    call_regex,
+    read_tool_calls,
+    render_results,
+    render_tools,
+    repeat,
+    strip_thinking,
+)
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+SERIAL_PROMPT = """You are an orchestrator. Solve the user's task by calling tools from the pool below, one call \
+per turn, and then answer.
+
+Each turn, optionally think inside <think>...</think>, then do exactly one of:
+- call one tool: <tool_call>{{"name": "TOOL", "arguments": {{...}}}}</tool_call>
+- give the final answer, with no tool call: <answer>FINAL ANSWER</answer>
+
+Results come back in <tool_response> blocks with a status: OK; PARSE_ERR (the call was malformed and did not \
+run: fix it); EXEC_ERR (it ran and failed); TIMEOUT. Prefer cheap tools when they suffice.
+
+The pool:
+{table}
+
+Tool signatures:
+{tools}"""
+
+
+class SerialPolicy:
+    """One ``<tool_call>`` per turn in the Hermes / Qwen3 format; a turn without a call is the final answer."""
+
+    name = "serial"
+    max_turns = 50
+    max_calls_per_round = 1
+
+    def system_prompt(self, view: PoolView) -> str:
+        return SERIAL_PROMPT.format(table=view.table, tools=render_tools(view.tools))
+
+    def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
+        calls, invalid = read_tool_calls(text)
+        if calls or invalid:
+            return Calls(calls, invalid)
+        return Answer(final_answer(text))
+
+    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+        return render_results(results)
+
+    def rejection(self, reason: str, remaining: str) -> str:
+        return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>'
+
+    def grammar(self, view: PoolView) -> str | None:
+        options = ["<answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</answer>"]
+        if view.tools:
+            options.insert(0, call_regex(view.tools))
+        thinking = "(<think>" + repeat("[^<]", 0, THINKING_CHARS) + "</think>\n)?"
+        return thinking + "(" + "|".join(options) + ")"
+
+
+def final_answer(text: str) -> str:
+    """The answer in a turn without a call: ``<answer>`` content, else the last ``\\boxed{}``, else the text
+    outside ``<think>`` blocks."""
+    tagged = _ANSWER.findall(text)
+    if tagged:
+        answer = tagged[-1].strip()
+    else:
+        visible = strip_thinking(text)
+        answer = last_boxed(visible) or visible.strip()
+    if not answer:
+        raise ActionParseError("the output has neither a <tool_call> nor an answer: call a tool or write <answer>")
+    return answer

@@ -1,0 +1,50 @@
+"""The run configuration: policy, budget, sampling, constrained decoding and tool lists of an episode."""
+
+from typing import Literal
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from podium.config import Config
+from podium.policies import PolicyName
+
+
+class RunConfig(Config):
+    """How the orchestrator runs one episode. Unset limits take the policy's defaults (turns: serial 50,
+    parallel 12, dag 8; calls per round: 1, 4, 16)."""
+
+    policy: PolicyName = "serial"
+    """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds) or ``dag`` (Uno-Orchestra)."""
+    orchestrator: str | None = None
+    """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
+    summarizer: str | None = None
+    """Worker (by name) that writes the answer when the parallel policy calls final_answer; default: the pool's
+    role worker, else its first worker."""
+    max_turns: PositiveInt | None = None
+    """Most orchestrator turns (rounds); default: the policy's."""
+    max_calls_per_round: PositiveInt | None = None
+    """Most calls one turn may dispatch; more are refused with PARSE_ERR. Default: the policy's."""
+    max_total_tokens: PositiveInt | None = None
+    """Most tokens of the whole episode, orchestrator and workers, prompt and completion."""
+    max_usd: PositiveFloat | None = None
+    """Most US dollars for the episode; a generation or call whose cost bound exceeds what is left is refused
+    before it runs, so the cap is never crossed."""
+    max_seconds: PositiveFloat | None = None
+    """Wall-clock deadline of the episode; calls still running then end as TIMEOUT."""
+    max_parse_errors: PositiveInt = 3
+    """Unparseable orchestrator outputs tolerated per episode; each one gets a PARSE_ERR observation and
+    another turn, and the next one past the limit ends the episode."""
+    summarize_on_stop: bool | None = None
+    """When turns or parse errors run out before an answer, the summarizer writes one from the history (the
+    trajectory keeps the limit as its stop reason). Default: on for ``parallel`` (ParaManager's termination
+    instruction), off otherwise."""
+    max_tokens: PositiveInt = 1024
+    """Completion budget of one orchestrator turn."""
+    temperature: NonNegativeFloat = 0.0
+    """Sampling temperature of the orchestrator (0 in evaluation; above 0 for RL rollouts)."""
+    constrained: Literal["auto", "always", "never"] = "auto"
+    """Grammar-constrained actions: ``auto`` uses the policy's grammar when the orchestrator's backend can
+    constrain (local models; vLLM servers with ``structured_outputs: vllm``), ``always`` fails when it cannot."""
+    allow: list[str] | None = None
+    """Only these tools, roles and workers (by name) may be used; default: all of the pool."""
+    deny: list[str] = Field(default_factory=list)
+    """These tools, roles and workers (by name) may not be used."""

@@ -1,0 +1,154 @@
+"""The one executor: it runs an orchestrator over a pool under a policy and returns the trajectory. Inference
+(``podium run``), evaluation and RL rollouts all call :meth:`Executor.run`."""
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from podium.backends.base import ChatBackend
+from podium.core.budget import Budget
+from podium.core.preference import Preference
+from podium.core.trajectory import Trajectory
+from podium.errors import ConfigError, MissingExtraError
+from podium.policies import Policy, PoolView, build_policy
+from podium.pool.pool import Pool
+from podium.pool.registry import ToolRegistry
+from podium.pool.tool import Tool
+from podium.runtime.config import RunConfig
+from podium.runtime.episode import Episode
+from podium.runtime.summarizer import summarizer_tool
+
+Respond = Callable[[str], Awaitable[str | None]]
+"""A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
+``None`` when the conversation is over."""
+
+
+class Executor:
+    """Runs episodes of one orchestrator over one pool."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        config: RunConfig | None = None,
+        *,
+        orchestrator: ChatBackend | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self.pool = pool
+        self.config = config or RunConfig()
+        self.policy = policy or build_policy(self.config.policy)
+        names = [worker.name for worker in pool.config.workers]
+        for field, value in (("orchestrator", self.config.orchestrator), ("summarizer", self.config.summarizer)):
+            if value is not None and value not in names:
+                raise ConfigError(f"{field}: '{value}' is not a worker of the pool (workers: {names})")
+        self.orchestrator = orchestrator or pool.backends[self.config.orchestrator or names[0]]
+        self.budget = Budget(
+            max_turns=self.config.max_turns or self.policy.max_turns,
+            max_calls_per_round=min(self.config.max_calls_per_round or 10**6, self.policy.max_calls_per_round),
+            max_tokens=self.config.max_total_tokens,
+            max_usd=self.config.max_usd,
+            max_seconds=self.config.max_seconds,
+        )
+
+    async def run(
+        self,
+        question: str,
+        *,
+        preference: Preference | None = None,
+        seed: int | None = None,
+        tools: Sequence[Tool] = (),
+        instructions: str | None = None,
+        respond: Respond | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Trajectory:
+        """One episode on ``question``.
+
+        ``seed`` resamples blind labels; ``tools`` adds episode tools (an environment's functions);
+        ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an answer goes to a
+        conversation partner and the episode continues until it ends the conversation.
+        """
+        pool = self.pool.relabelled(seed) if seed is not None else self.pool
+        registry, workers = self._visible(pool, tools)
+        view = PoolView(
+            tools=registry.specs(),
+            table=pool.table(registry, workers),
+            workers=workers,
+            admissible=frozenset(pair for pair in pool.admissible_pairs() if pair[0] in workers),
+            budget=self.budget,
+        )
+        system = self.policy.system_prompt(view)
+        if instructions:
+            system = f"{system}\n\n{instructions}"
+        provenance = {
+            "policy": self.policy.name,
+            "orchestrator": self.orchestrator.model,
+            "labels": dict(pool.labels),
+            **({"seed": seed} if seed is not None else {}),
+            **(metadata or {}),
+        }
+        episode = Episode(
+            question=question,
+            preference=preference,
+            orchestrator=self.orchestrator,
+            policy=self.policy,
+            view=view,
+            registry=registry,
+            summarizer=self._summarizer(pool),
+            config=self.config,
+            budget=self.budget,
+            grammar=self._grammar(view),
+            respond=respond,
+            metadata=provenance,
+        )
+        return await episode.play(system)
+
+    def _visible(self, pool: Pool, extra: Sequence[Tool]) -> tuple[ToolRegistry, list[str]]:
+        """The registry and worker labels the allow/deny lists leave, with the episode's tools added."""
+        registry = ToolRegistry(
+            [*(pool.registry.get(name) for name in pool.registry.names()), *extra],
+            prices=pool.prices,
+            max_observation_chars=pool.registry.max_observation_chars,
+        )
+        by_name = dict(pool.labels)
+        known = set(registry.names()) | set(by_name) | set(pool.labels.values())
+        for field, names in (("allow", self.config.allow or []), ("deny", self.config.deny)):
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise ConfigError(f"{field}: unknown names {unknown}; the pool has {sorted(known)}")
+        allow = None if self.config.allow is None else {by_name.get(n, n) for n in self.config.allow}
+        deny = {by_name.get(name, name) for name in self.config.deny}
+        names = registry.names()
+        kept = registry.subset(
+            [name for name in names if allow is None or name in allow], [name for name in names if name in deny]
+        )
+        workers = [label for label in pool.labels.values() if (allow is None or label in allow) and label not in deny]
+        return kept, workers
+
+    def _summarizer(self, pool: Pool) -> ToolRegistry:
+        config = pool.config
+        name = self.config.summarizer or config.role_worker or config.workers[0].name
+        worker = pool.workers[name]
+        tool = summarizer_tool(
+            pool.backends[name],
+            pool.worker_prices[name],
+            worker.max_tokens,
+            worker.timeout_s * (worker.max_retries + 1),
+        )
+        return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
+
+    def _grammar(self, view: PoolView) -> str | None:
+        mode = self.config.constrained
+        if mode == "never":
+            return None
+        if not getattr(self.orchestrator, "supports_regex", False):
+            if mode == "always":
+                raise ConfigError(
+                    f"constrained: 'always', but the orchestrator backend '{self.orchestrator.model}' cannot "
+                    "constrain its output (use a local model, or a vLLM worker with structured_outputs: vllm)"
+                )
+            return None
+        try:
+            return self.policy.grammar(view)
+        except MissingExtraError:
+            if mode == "always":
+                raise
+            return None
