@@ -23,7 +23,8 @@ def python_tool(sandbox: Sandbox) -> Tool:
     return Tool.from_schema(
         "python",
         "Run a Python 3 program in an isolated sandbox and return its stdout and stderr verbatim. Print what "
-        "you need to see (a final bare expression is printed too, as in a REPL). No network; only the current directory is writable; limits: {limits.cpu_time_s:g} s "
+        "you need to see (a final bare expression is printed too, as in a REPL). No network; only the current "
+        f"directory is writable; limits: {limits.cpu_time_s:g} s "
         f"CPU, {limits.wall_time_s:g} s wall clock, {limits.memory_mb} MiB memory. numpy and sympy may be "
         "imported when installed.",
         {
