@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 # untrained 135M orchestrator rarely finishes well, which is what `podium train` is for.
 demo: setup
 	$(BIN)/podium run "What is 123456789 * 987654321?" --allow python --allow smollm2 --max-turns 3 --max-tokens 200 --trace demo-trace.jsonl
-	$(BIN)/podium run "What is 123456789 * 987654321?" --policy dag --max-turns 2 --max-tokens 300 --trace demo-trace.jsonl
+	$(BIN)/podium run "What is 123456789 * 987654321?" --policy dag --max-turns 1 --max-tokens 400 --trace demo-trace.jsonl
 
 test: setup
 	@./scripts/install-system-deps.sh --for-tests

@@ -268,7 +268,7 @@ def test_a_conversation_partner_keeps_the_episode_going() -> None:
     [
         ("serial", ['<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}</tool_call>', "<answer>3</answer>"]),
         ("parallel", ['<reasoning>go</reasoning>\n<tool_call>{"name": "final_answer", "arguments": {}}</tool_call>\n']),
-        ("dag", [PLAN, "<verify>ok</verify>\n<final_answer>42</final_answer>", "<final_answer>42</final_answer>"]),
+        ("dag", [PLAN, "<final_answer>42</final_answer>"]),
     ],
 )
 def test_constrained_backends_get_the_policy_grammar(policy: str, valid: list[str]) -> None:
@@ -299,3 +299,19 @@ def test_parallel_summarizes_when_rounds_run_out_and_serial_does_not() -> None:
     assert serial.answer is None
     loop = orchestrator(call("add", a=1, b=1), repeat_last=True)
     assert run(scripted_pool(), loop, tools=(add,), max_turns=2, summarize_on_stop=True).answer == "42"
+
+
+def test_dag_grammar_follows_the_episode() -> None:
+    replan = (
+        '<verify>check <replan/></verify>\n<plan round="2">\n<subtask id="4">redo</subtask>\n</plan>\n'
+        '<route subtask="4" model="beta" skill="execute_python">compute</route>\n'
+    )
+    final = "<verify>ok</verify>\n<final_answer>42</final_answer>"
+    backend = orchestrator(PLAN, replan, final, supports_regex=True)
+    trajectory = run(scripted_pool(), backend, policy="dag")
+    assert trajectory.answer == "42" and all(turn.parse_error is None for turn in trajectory.turns)
+    first, second, third = backend.regexes
+    assert re.fullmatch(first, PLAN) and not re.fullmatch(first, final)
+    assert re.fullmatch(second, replan) and re.fullmatch(second, final) and not re.fullmatch(second, PLAN)
+    assert not re.fullmatch(third, replan), "round 2 and subtask 4 are taken: the next plan is round 3 from id 5"
+    assert not re.fullmatch(first, PLAN.replace('id="3" depends_on="1,2"', 'id="3" depends_on="3"'))

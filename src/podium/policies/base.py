@@ -129,6 +129,7 @@ class Policy(Protocol):
         """The message the orchestrator reads after output that could not be parsed."""
         ...
 
-    def grammar(self, view: PoolView) -> str | None:
-        """A regular expression every valid output matches, for grammar-constrained decoding."""
+    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
+        """A regular expression for grammar-constrained decoding of the next output, given the actions of
+        earlier turns: every output it matches parses."""
         ...

@@ -120,25 +120,50 @@ class DagPolicy:
     def rejection(self, reason: str, remaining: str) -> str:
         return f"<error>\n{reason}\n</error>"
 
-    def grammar(self, view: PoolView) -> str | None:
-        verify = "(<verify>" + repeat("[^<]", 0, THINKING_CHARS) + "(<replan/>)?</verify>\n)?"
+    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
+        """Plans whose ids run on from the episode's last id in order, whose depends_on list earlier ids of the
+        same plan, and which route every subtask once to an admissible pair, in the next round; after a plan
+        ran, a ``<verify>`` comes first and only ``<replan/>`` opens a plan. Stricter than the validator (at
+        most four subtasks, no dependencies across rounds), so a small model's plans are valid as decoded."""
+        earlier = [action for action in previous if isinstance(action, Plan)]
         answer = "<final_answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</final_answer>"
-        options = [answer]
-        by_model: dict[str, list[str]] = {}
-        for model, skill in sorted(view.admissible):
-            by_model.setdefault(model, []).append(skill)
-        if by_model:
-            pair = "|".join(
-                f'model="{re.escape(model)}" skill="({"|".join(map(re.escape, skills))})"'
-                for model, skills in by_model.items()
+        check = repeat("[^<]", 0, THINKING_CHARS)
+        plan = self._plan_grammar(view, earlier)
+        if not earlier:
+            return answer if plan is None else f"({answer}|{plan})"
+        verified = f"<verify>{check}</verify>\n{answer}"
+        if plan is None:
+            return verified
+        return f"({verified}|<verify>{check}<replan/></verify>\n{plan})"
+
+    def _plan_grammar(self, view: PoolView, earlier: list[Plan]) -> str | None:
+        pairs = "|".join(
+            f'model="{re.escape(model)}" skill="{re.escape(skill)}"' for model, skill in sorted(view.admissible)
+        )
+        if not pairs:
+            return None
+        first = 1 + max((subtask.id for plan in earlier for subtask in plan.subtasks), default=0)
+        round_index = 1 + (earlier[-1].round if earlier else 0)
+        text = repeat(r"[^<\n]", 1, GRAMMAR_TEXT_CHARS)
+        plans = []
+        for size in range(1, min(GRAMMAR_NODES, self.max_calls_per_round) + 1):
+            ids = list(range(first, first + size))
+            nodes = "".join(
+                f'<subtask id="{node}"{_depends_on(ids[:position])}>{text}</subtask>\n'
+                for position, node in enumerate(ids)
             )
-            text = repeat(r"[^<\n]", 1, GRAMMAR_TEXT_CHARS)
-            nodes = min(GRAMMAR_NODES, self.max_calls_per_round)
-            subtask = r'<subtask id="\d{1,2}"( depends_on="(\d{1,2}(,\d{1,2})*)?")?>' + text + "</subtask>\n"
-            route = r'<route subtask="\d{1,2}" (' + pair + ")>" + text + "</route>\n"
-            plan = r'<plan round="\d{1,2}">\n' + repeat(subtask, 1, nodes) + "</plan>\n" + repeat(route, 1, nodes)
-            options.append(plan)
-        return verify + "(" + "|".join(options) + ")"
+            routes = "".join(f'<route subtask="{node}" ({pairs})>{text}</route>\n' for node in ids)
+            plans.append(f"{nodes}</plan>\n{routes}")
+        return f'<plan round="{round_index}">\n(' + "|".join(plans) + ")"
+
+
+def _depends_on(parents: list[int]) -> str:
+    """The optional depends_on attribute over any non-empty subset of ``parents``, in increasing order."""
+    subsets = [
+        ",".join(str(parent) for bit, parent in enumerate(parents) if mask >> bit & 1)
+        for mask in range(1, 2 ** len(parents))
+    ]
+    return f'( depends_on="({"|".join(subsets)})")?' if subsets else ""
 
 
 def _elements(text: str) -> list[_Element]:

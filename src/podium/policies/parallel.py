@@ -69,7 +69,7 @@ class ParallelPolicy:
     def rejection(self, reason: str, remaining: str) -> str:
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>\n{remaining}'
 
-    def grammar(self, view: PoolView) -> str | None:
+    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
         call = call_regex([*view.tools, FINAL_ANSWER])
         reasoning = "<reasoning>" + repeat("[^<]", 0, THINKING_CHARS) + "</reasoning>\n"
         return reasoning + repeat(call + "\n", 1, self.max_calls_per_round)

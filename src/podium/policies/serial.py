@@ -58,7 +58,7 @@ class SerialPolicy:
     def rejection(self, reason: str, remaining: str) -> str:
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>'
 
-    def grammar(self, view: PoolView) -> str | None:
+    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
         options = ["<answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</answer>"]
         if view.tools:
             options.insert(0, call_regex(view.tools))

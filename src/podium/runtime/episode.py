@@ -36,7 +36,7 @@ class Episode:
         summarizer: ToolRegistry,
         config: RunConfig,
         budget: Budget,
-        grammar: str | None,
+        constrained: bool,
         respond: Callable[[str], Awaitable[str | None]] | None,
         metadata: dict[str, Any],
     ) -> None:
@@ -47,7 +47,7 @@ class Episode:
         self.registry = registry
         self.summarizer = summarizer
         self.config = config
-        self.grammar = grammar
+        self.constrained = constrained
         self.respond = respond
         self.ledger = Ledger(budget)
         self.actions: list[Action] = []
@@ -57,7 +57,7 @@ class Episode:
             question=question,
             preference=preference,
             budget=budget,
-            metadata={**metadata, "constrained": grammar is not None},
+            metadata={**metadata, "constrained": constrained},
         )
 
     async def play(self, system: str) -> Trajectory:
@@ -145,8 +145,8 @@ class Episode:
         if refused is not None:
             return refused
         options: dict[str, Any] = {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature}
-        if self.grammar is not None:
-            options["regex"] = self.grammar
+        if self.constrained:
+            options["regex"] = self.policy.grammar(self.view, self.actions)
         started = time.perf_counter()
         try:
             generation = await asyncio.wait_for(

@@ -95,7 +95,7 @@ class Executor:
             summarizer=self._summarizer(pool),
             config=self.config,
             budget=self.budget,
-            grammar=self._grammar(view),
+            constrained=self._constrained(view),
             respond=respond,
             metadata=provenance,
         )
@@ -135,20 +135,21 @@ class Executor:
         )
         return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
 
-    def _grammar(self, view: PoolView) -> str | None:
+    def _constrained(self, view: PoolView) -> bool:
+        """Whether the orchestrator decodes under the policy's grammar (checked buildable here)."""
         mode = self.config.constrained
         if mode == "never":
-            return None
+            return False
         if not getattr(self.orchestrator, "supports_regex", False):
             if mode == "always":
                 raise ConfigError(
                     f"constrained: 'always', but the orchestrator backend '{self.orchestrator.model}' cannot "
                     "constrain its output (use a local model, or a vLLM worker with structured_outputs: vllm)"
                 )
-            return None
+            return False
         try:
-            return self.policy.grammar(view)
+            return self.policy.grammar(view) is not None
         except MissingExtraError:
             if mode == "always":
                 raise
-            return None
+            return False
