@@ -315,3 +315,33 @@ def test_dag_grammar_follows_the_episode() -> None:
     assert re.fullmatch(second, replan) and re.fullmatch(second, final) and not re.fullmatch(second, PLAN)
     assert not re.fullmatch(third, replan), "round 2 and subtask 4 are taken: the next plan is round 3 from id 5"
     assert not re.fullmatch(first, PLAN.replace('id="3" depends_on="1,2"', 'id="3" depends_on="3"'))
+
+
+def test_an_answer_cut_off_at_max_tokens_is_a_parse_error() -> None:
+    class CutOff:
+        model, price, calls = "cut", PRICE, 0
+
+        async def generate(self, messages, **options):
+            from podium.backends.base import Generation
+
+            self.calls += 1
+            text, reason = ("The answer is <too", "length") if self.calls == 1 else ("<answer>42</answer>", "stop")
+            return Generation(text=text, model=self.model, finish_reason=reason)
+
+    trajectory = asyncio.run(Executor(scripted_pool(), orchestrator=CutOff()).run("q"))  # type: ignore[arg-type]
+    assert "cut off at max_tokens" in (trajectory.turns[0].parse_error or "")
+    assert trajectory.answer == "42"
+
+
+def test_call_grammar_resolves_schema_definitions() -> None:
+    from podium.core.calls import ToolSpec
+    from podium.policies.hermes import call_regex
+
+    parameters = {
+        "type": "object",
+        "properties": {"passenger": {"$ref": "#/$defs/Passenger"}},
+        "required": ["passenger"],
+        "$defs": {"Passenger": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+    }
+    grammar = call_regex([ToolSpec(name="book", description="Book.", parameters=parameters)])
+    assert re.fullmatch(grammar, '<tool_call>{"name": "book", "arguments": {"passenger": {"name": "Ann"}}}</tool_call>')

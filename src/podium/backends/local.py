@@ -147,10 +147,13 @@ class LocalBackend:
             options.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if json_schema is not None:
-            options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("json", json_schema)])
-        if regex is not None:
-            options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("regex", regex)])
+        try:
+            if json_schema is not None:
+                options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("json", json_schema)])
+            if regex is not None:
+                options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("regex", regex)])
+        except ValueError as error:  # outlines-core: unsupported schema, or too many automaton states
+            raise BackendError(f"cannot build the decoding constraint: {error}") from error
         if stop:
             options["stop_strings"] = stop
             options["tokenizer"] = tokenizer

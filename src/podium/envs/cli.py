@@ -1,5 +1,7 @@
-"""``podium env``: list the tau2-format domains and replay their golden actions."""
+"""``podium env``: list the tau2-format domains, replay their golden actions, and run a task through the
+orchestrator runtime against a simulated user."""
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -8,8 +10,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from podium.envs.domain import Domain, data_dir, known_domains, load_domain
-from podium.envs.evaluation import judge_actions
+from podium.backends.base import BackendError
+from podium.core.trajectory import write_trajectories
+from podium.envs.conversation import UserSimulatorConfig, run_task
+from podium.envs.domain import Domain, Task, data_dir, known_domains, load_domain
+from podium.envs.evaluation import TaskCriteria, judge_actions, judge_trajectory
+from podium.errors import PodiumError
+from podium.policies import PolicyName
+from podium.pool.cli import PoolOption, UnisolatedOption, fail, open_pool
+from podium.runtime import RunConfig
+from podium.runtime.cli import print_trace
 
 env_app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 console = Console()
@@ -46,6 +56,14 @@ def env_list(data: DataDirOption = None) -> None:
     console.print(table)
 
 
+def _task(domain: Domain, task_id: str) -> Task:
+    try:
+        return domain.task(task_id)
+    except KeyError as error:
+        errors.print(f"[red]error:[/red] {error.args[0]}", highlight=False)
+        raise typer.Exit(2) from error
+
+
 @env_app.command("replay")
 def env_replay(
     domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain to replay.")],
@@ -56,11 +74,7 @@ def env_replay(
     """Replay each task's golden actions on a fresh database: did every action run, did the database change,
     and do the three solved criteria hold when the golden run is judged against itself."""
     domain = _load(domain_name, data)
-    try:
-        tasks = [domain.task(task)] if task is not None else domain.tasks
-    except KeyError as error:
-        errors.print(f"[red]error:[/red] {error.args[0]}", highlight=False)
-        raise typer.Exit(2) from error
+    tasks = [_task(domain, task)] if task is not None else domain.tasks
     table = Table()
     for column in ("task", "actions", "replay", "db changed", "entries", "info", "solved", "failed actions"):
         table.add_column(column, overflow="fold")
@@ -101,3 +115,81 @@ def env_replay(
         f"{len(tasks) - clean} with failing actions (listed), {changed} change the database",
         highlight=False,
     )
+
+
+@env_app.command("run")
+def env_run(
+    domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain of the task.")],
+    task: Annotated[str, typer.Option("--task", help="Task id.")],
+    pool: PoolOption = None,
+    policy: Annotated[PolicyName, typer.Option("--policy", help="Action space (only serial can converse).")] = "serial",
+    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Most orchestrator turns, all replies.")] = 10,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn.")] = 256,
+    max_usd: Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode.")] = None,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow", help="Only this pool tool/role/worker (repeatable); the domain's tools are always allowed."
+        ),
+    ] = None,
+    deny: Annotated[list[str] | None, typer.Option("--deny", help="Not this tool/role/worker (repeatable).")] = None,
+    user_worker: Annotated[
+        str | None, typer.Option("--user-worker", help="Pool worker playing the user [default: the orchestrator].")
+    ] = None,
+    user_turns: Annotated[int, typer.Option("--user-turns", min=1, help="Most user messages.")] = 10,
+    user_tokens: Annotated[
+        int, typer.Option("--user-tokens", min=1, help="Completion budget of a user message.")
+    ] = 128,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Append the trajectory to this JSONL.")] = None,
+    data: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the criteria as one JSON object.")] = False,
+    allow_unisolated: UnisolatedOption = False,
+) -> None:
+    """Run one task end to end: the orchestrator over the pool plus the domain's tools converses with a
+    simulated user, then the three solved criteria are computed by replaying its calls."""
+    domain = _load(domain_name, data)
+    chosen = _task(domain, task)
+    try:
+        settings = RunConfig(
+            policy=policy, max_turns=max_turns, max_tokens=max_tokens, max_usd=max_usd, allow=allow, deny=deny or []
+        )
+        user = UserSimulatorConfig(worker=user_worker, max_turns=user_turns, max_tokens=user_tokens)
+        opened = open_pool(pool, allow_unisolated=allow_unisolated)
+        episode = asyncio.run(run_task(opened, settings, domain, chosen, user=user))
+    except (PodiumError, BackendError) as error:
+        raise fail(error) from error
+    trajectory = episode.trajectory
+    if trace is not None:
+        write_trajectories(trace, [trajectory])
+    criteria = judge_trajectory(domain, chosen, trajectory)
+    row = _criteria_row(domain.name, chosen.id, trajectory.metadata, criteria)
+    row["turns"], row["stop_reason"] = len(trajectory.turns), str(trajectory.stop_reason)
+    if as_json:
+        console.print_json(json.dumps(row))
+        return
+    print_trace(trajectory)
+    for message in episode.user.history[1:]:
+        speaker = "agent" if message.role == "user" else "user"
+        console.print(f"[bold]{speaker}:[/bold] {message.content}", highlight=False)
+    table = Table(title=f"{domain.name} task {chosen.id}", title_justify="left")
+    table.add_column("criterion")
+    table.add_column("value", overflow="fold")
+    for key, value in row.items():
+        table.add_row(key, str(value))
+    console.print(table)
+
+
+def _criteria_row(domain: str, task_id: str, metadata: dict[str, object], criteria: TaskCriteria) -> dict:
+    return {
+        "domain": domain,
+        "task": task_id,
+        "user_turns": metadata.get("user_turns"),
+        "agent_actions": len(criteria.trajectory.outcomes),
+        "live_db_matches_replay": metadata.get("env_db_hash") == criteria.trajectory.db_hash,
+        "execution_correct": criteria.execution_correct,
+        "process_fidelity": criteria.process_fidelity,
+        "missing_info": criteria.missing_info,
+        "operation_complete": criteria.operation_complete,
+        "missing_entries": [f"{table}/{key}" for table, key in criteria.missing_entries],
+        "solved": criteria.solved,
+    }

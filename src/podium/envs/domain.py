@@ -234,12 +234,36 @@ class Environment:
         made = []
         for name, kind in sorted(self.kinds.items()):
             spec = schema_from_function(getattr(self.toolkit, name))
+            spec = spec.model_copy(update={"parameters": inline_definitions(spec.parameters)})
             made.append(DomainTool(Tool(spec, _bind(self._run, name)), kind))
         return made
 
     def registry(self, prices: PriceCatalog | None = None) -> ToolRegistry:
         """A registry of the domain's tools, for an orchestrator's episode."""
         return ToolRegistry([item.tool for item in self.tools()], prices=prices)
+
+
+def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``{"$ref": "#/$defs/X"}`` replaced by the definition (siblings of the reference kept)
+    and ``$defs`` dropped: a self-contained schema reads better in a prompt and can be embedded in a larger one
+    (the policies' call grammars nest each tool's schema, where root references would dangle)."""
+    definitions = schema.get("$defs", {})
+
+    def resolve(node: Any, open_refs: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, open_refs) for item in node]
+        if not isinstance(node, dict):
+            return node
+        resolved = {key: resolve(value, open_refs) for key, value in node.items() if key not in ("$ref", "$defs")}
+        reference = node.get("$ref")
+        if not isinstance(reference, str):
+            return resolved
+        name = reference.removeprefix("#/$defs/")
+        if name not in definitions or name in open_refs:
+            raise ValueError(f"cannot inline {reference!r}: unknown or recursive definition")
+        return {**resolve(definitions[name], open_refs | {name}), **resolved}
+
+    return resolve(schema, frozenset())
 
 
 def _bind(run: Callable[..., Any], name: str) -> Callable[..., Any]:

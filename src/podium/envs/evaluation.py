@@ -11,7 +11,7 @@ judged the same way as a live one.
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from podium.core.calls import Status, ToolCall
+from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.trajectory import Trajectory
 from podium.envs.domain import Action, ActionOutcome, Domain, Task
 from podium.envs.toolkit import Entry
@@ -107,11 +107,29 @@ def judge_actions(
     )
 
 
+NOT_RUN_PREFIX = "not run:"
+"""How the runtime's reason starts when it refused a call before running it (a budget the call could cross)."""
+
+
+def ran(result: ToolResult) -> bool:
+    """Whether a call was executed: PARSE_ERR calls and calls the runtime refused never reached the tool."""
+    refused = result.status is not Status.OK and (result.reason or "").startswith(NOT_RUN_PREFIX)
+    return result.status is not Status.PARSE_ERR and not refused
+
+
 def trajectory_episode(trajectory: Trajectory) -> tuple[list[ToolCall], list[str]]:
-    """The calls a trajectory executed (PARSE_ERR calls never ran) and the agent's messages (its turns' text
-    and final answer; observations are excluded, or tool output would count as telling the user)."""
-    calls = [result.call for result in trajectory.results if result.status is not Status.PARSE_ERR]
+    """The calls a trajectory executed (see :func:`ran`) and the agent's messages (its turns' text and final
+    answer; observations are excluded, or tool output would count as telling the user)."""
+    calls = [result.call for result in trajectory.results if ran(result)]
     messages = [turn.output for turn in trajectory.turns]
     if trajectory.answer:
         messages.append(trajectory.answer)
     return calls, messages
+
+
+def judge_trajectory(domain: Domain, task: Task, trajectory: Trajectory, golden: Replay | None = None) -> TaskCriteria:
+    """The three criteria for a recorded trajectory: the domain calls it executed are replayed (calls to the
+    pool's own tools, such as python or a worker, never touch the database and are left out)."""
+    calls, messages = trajectory_episode(trajectory)
+    actions = domain.toolkit.actions()
+    return judge_actions(domain, task, [call for call in calls if call.name in actions], messages, golden=golden)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from podium.backends.base import ChatBackend
+from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.envs.domain import UserScenario
 
@@ -71,6 +72,8 @@ class UserSimulator:
         self.history: list[Message] = [Message(role="system", content=scenario_prompt(scenario, stop_token))]
         self.turns = 0
         self.done = False
+        self.usage = CallUsage()
+        """What the user's generations cost so far (kept apart from the agent's spend, as tau2 does)."""
 
     async def respond(self, agent_message: str) -> UserTurn:
         """The user's reply to the agent's message. Raises BackendError if the model fails."""
@@ -79,6 +82,12 @@ class UserSimulator:
         self.history.append(Message(role="user", content=agent_message))
         generation = await self.backend.generate(self.history, max_tokens=self.max_tokens, temperature=self.temperature)
         self.turns += 1
+        self.usage = self.usage + CallUsage(
+            input_tokens=generation.input_tokens,
+            output_tokens=generation.output_tokens,
+            usd=generation.usd,
+            latency_s=generation.latency_s,
+        )
         stopped = self.stop_token in generation.text
         text = generation.text.replace(self.stop_token, "").strip()
         self.history.append(Message(role="assistant", content=generation.text))

@@ -277,7 +277,12 @@ def _tau2_reader(domain_name: str) -> Callable[[Path], Iterator[BenchmarkItem]]:
                 question=str(request).strip(),
                 gold=task.id,
                 verifier="environment",
-                metadata={"domain": domain_name, "task_id": task.id, "split": split_of.get(task.id, "")},
+                metadata={
+                    "domain": domain_name,
+                    "task_id": task.id,
+                    "split": split_of.get(task.id, ""),
+                    "tau2_dir": str(tau2),
+                },
             )
 
     return read

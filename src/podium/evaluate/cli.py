@@ -33,7 +33,14 @@ def _fail(error: Exception) -> typer.Exit:
 
 def eval_command(
     benchmark: Annotated[str, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")],
-    system: Annotated[Path, typer.Option("--system", help="System config file (YAML/JSON): kind and backend(s).")],
+    system: Annotated[
+        Path,
+        typer.Option(
+            "--system",
+            help="System config file (YAML/JSON): its kind (single_model, majority_vote, self_refine, "
+            "static_router, tools_model, orchestrator) and settings.",
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
     samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,

@@ -2,7 +2,7 @@
 
 from podium.core.trajectory import Trajectory
 from podium.envs.domain import Domain, Task
-from podium.envs.evaluation import Replay, TaskCriteria, judge_actions, replay, trajectory_episode
+from podium.envs.evaluation import Replay, TaskCriteria, judge_trajectory, replay
 from podium.evaluate.verdict import Verdict
 
 
@@ -17,8 +17,7 @@ class EnvironmentVerifier:
         """The three criteria in detail."""
         if task.id not in self._golden:
             self._golden[task.id] = replay(self.domain, task, task.golden_actions)
-        calls, messages = trajectory_episode(trajectory)
-        return judge_actions(self.domain, task, calls, messages, golden=self._golden[task.id])
+        return judge_trajectory(self.domain, task, trajectory, golden=self._golden[task.id])
 
     async def verify(self, answer: Trajectory, gold: Task) -> Verdict:
         """b for ``answer`` (a trajectory) on ``gold`` (the task)."""

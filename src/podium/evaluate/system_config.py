@@ -9,11 +9,12 @@ Example::
     backend: {kind: http, model: Qwen/Qwen3-8B, base_url: http://127.0.0.1:8000/v1,
               price: {input_per_mtok: 0.2, output_per_mtok: 0.2}}
 
-Built-in kinds: ``single_model``, ``majority_vote``, ``self_refine``, ``static_router``. The runtime adds its
-systems (a model with basic tools, the prompted orchestrator, trained checkpoints) with
-:func:`register_system`, after which ``podium eval --system`` accepts their configs unchanged.
+Built-in kinds: ``single_model``, ``majority_vote``, ``self_refine``, ``static_router``, and on the runtime
+(:mod:`podium.evaluate.runtime_systems`, loaded on first use) ``tools_model`` and ``orchestrator``. Other systems
+plug in with :func:`register_system`, after which ``podium eval --system`` accepts their configs unchanged.
 """
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,10 @@ class StaticRouterConfig(SystemConfig):
     """Most completion tokens per generation."""
 
 
+PLUGIN_MODULES = ("podium.evaluate.runtime_systems",)
+"""Modules that register more system kinds when imported, loaded before a config's kind is looked up (not at the
+top of this module: they import it to register themselves)."""
+
 SystemFactory = Callable[[Any], System]
 SYSTEM_KINDS: dict[str, tuple[type[SystemConfig], SystemFactory]] = {}
 """System kind → (its config class, a function building the system from a validated config)."""
@@ -200,6 +205,8 @@ def register_system(kind: str, config_type: type[SystemConfig], factory: SystemF
 
 def system_config_from_dict(data: Any, *, source: str = "system config") -> SystemConfig:
     """Validate a system config with the config class its ``kind`` names."""
+    for module in PLUGIN_MODULES:
+        importlib.import_module(module)
     if not isinstance(data, dict) or "kind" not in data:
         raise ConfigError(f"invalid {source}:\n  kind: required, one of {', '.join(sorted(SYSTEM_KINDS))}")
     if data["kind"] not in SYSTEM_KINDS:

@@ -5,6 +5,7 @@ import json
 import re
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 from podium.core.calls import ToolCall, ToolResult, ToolSpec
 from podium.extras import require_extra
@@ -84,17 +85,25 @@ def render_tools(tools: Sequence[ToolSpec]) -> str:
 
 
 def call_regex(tools: Sequence[ToolSpec]) -> str:
-    """A regular expression for one well-formed call block to any of ``tools`` (arguments per its schema)."""
-    schema = {
-        "oneOf": [
+    """A regular expression for one well-formed call block to any of ``tools`` (arguments per its schema).
+
+    Each tool's ``$defs`` move to the root, where its ``#/$defs/…`` references point once it is nested; two
+    tools defining one name differently raise ValueError."""
+    definitions: dict[str, Any] = {}
+    options = []
+    for tool in tools:
+        parameters = dict(tool.parameters)
+        for name, definition in parameters.pop("$defs", {}).items():
+            if definitions.setdefault(name, definition) != definition:
+                raise ValueError(f"tools define '$defs/{name}' differently; their calls cannot share one grammar")
+        options.append(
             {
                 "type": "object",
-                "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+                "properties": {"name": {"const": tool.name}, "arguments": parameters},
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
             }
-            for tool in tools
-        ]
-    }
+        )
+    schema: dict[str, Any] = {"oneOf": options, **({"$defs": definitions} if definitions else {})}
     json_schema = require_extra("local", "outlines_core.json_schema")
     return re.escape(OPEN) + json_schema.build_regex_from_schema(json.dumps(schema), r"[ ]?") + re.escape(CLOSE)

@@ -59,7 +59,7 @@ class SerialPolicy:
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>'
 
     def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
-        options = ["<answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</answer>"]
+        options = ["<answer>" + repeat("[^<]", 1, ANSWER_CHARS) + "</answer>"]
         if view.tools:
             options.insert(0, call_regex(view.tools))
         thinking = "(<think>" + repeat("[^<]", 0, THINKING_CHARS) + "</think>\n)?"

@@ -93,13 +93,16 @@ class Episode:
         generated = await self._generate()
         if isinstance(generated, StopReason):
             return generated
-        text, usage = generated
+        text, usage, cut_off = generated
         turn = Turn(index=len(self.trajectory.turns), output=text, usage=usage)
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
         self._say("assistant", text)
         try:
             action = self.policy.parse(text, self.view, self.actions)
+            if cut_off and isinstance(action, Answer):
+                limit = self.config.max_tokens
+                raise ActionParseError(f"the output was cut off at max_tokens={limit} before it finished; be brief")
         except ActionParseError as error:
             self.parse_errors += 1
             turn.parse_error = str(error)
@@ -138,7 +141,8 @@ class Episode:
         self._say("user", self.policy.observation(turn.results, self.ledger.remaining_text()))
         return None
 
-    async def _generate(self) -> tuple[str, CallUsage] | StopReason:
+    async def _generate(self) -> tuple[str, CallUsage, bool] | StopReason:
+        """The orchestrator's next output, its usage and whether it was cut off at max_tokens."""
         prompt = "".join(message.content for message in self.trajectory.messages)
         bound = generation_bound(self.orchestrator.price, prompt, self.config.max_tokens)
         refused = self.ledger.refusal(bound)
@@ -165,7 +169,7 @@ class Episode:
             latency_s=generation.latency_s or time.perf_counter() - started,
         )
         self.ledger.charge(usage)
-        return generation.text, usage
+        return generation.text, usage, generation.finish_reason == "length"
 
     async def _dispatch_round(self, action: Calls) -> list[ToolResult]:
         limit = self.ledger.budget.max_calls_per_round or len(action.calls)

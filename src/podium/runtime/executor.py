@@ -149,7 +149,9 @@ class Executor:
             return False
         try:
             return self.policy.grammar(view) is not None
-        except MissingExtraError:
+        except (MissingExtraError, ValueError) as error:
             if mode == "always":
-                raise
+                raise ConfigError(
+                    f"constrained: 'always', but the policy's grammar cannot be built: {error}"
+                ) from error
             return False

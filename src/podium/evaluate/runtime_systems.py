@@ -1,0 +1,178 @@
+"""Systems that run the orchestrator runtime (SPEC §8): a single model with basic tools, a prompted orchestrator
+over the full pool, and trained orchestrator checkpoints. Importing this module registers their config kinds
+(``tools_model``, ``orchestrator``) so ``podium eval --system`` accepts them.
+
+Example (a trained checkpoint is an ``orchestrator`` whose orchestrator worker is a ``local`` worker with a
+``path``; deny it as a tool so it does not call itself)::
+
+    kind: orchestrator
+    policy: serial
+    max_turns: 8
+    orchestrator: trained
+    deny: [trained]
+    pool:
+      workers:
+        - {name: trained, backend: local, model: my-orchestrator, path: runs/grpo/final,
+           price: {input_per_mtok: 0, output_per_mtok: 0}}
+        - {name: qwen, backend: http, model: Qwen/Qwen3-8B, base_url: http://127.0.0.1:8000/v1}
+      tools: [python, symbolic_math]
+
+Each item's question is sent with the answer-format instruction of its verifier appended (the model-only
+baselines give the same text as their system prompt). It goes into the task rather than the system prompt
+because the runtime hands the task, not the system prompt, to the roles and to the parallel policy's summarizer,
+which write answers too. The final answer is then extracted for the verifier exactly as the baselines do (the
+raw answer stays in ``metadata["raw_answer"]``). Tool-use (tau2) items run as a conversation with a simulated
+user through :func:`podium.envs.conversation.run_task`; the environment verifier replays the recorded calls.
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import Field
+
+from podium.core.budget import StopReason
+from podium.core.trajectory import Trajectory
+from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
+from podium.envs.domain import load_domain
+from podium.errors import ConfigError, PodiumError
+from podium.evaluate.answers import ANSWER_INSTRUCTIONS, extract_answer
+from podium.evaluate.benchmarks import BenchmarkItem, VerifierKind
+from podium.evaluate.system_config import SystemConfig, register_system
+from podium.pool.config import BasicTool, PoolConfig
+from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.runtime import Executor, RunConfig
+
+
+class SystemRunError(PodiumError):
+    """The runtime could not finish an attempt for infrastructure reasons (the orchestrator's backend failed)."""
+
+
+class RuntimeSystemConfig(SystemConfig, RunConfig):
+    """A system on the orchestrator runtime: a pool, every field of the run config, and the simulated user."""
+
+    pool: str | PoolConfig | None = None
+    """Pool YAML path (relative to the current directory) or an inline pool; default: the embedded offline pool."""
+    user: UserSimulatorConfig = Field(default_factory=UserSimulatorConfig)
+    """The simulated user of tool-use (tau2) items."""
+
+
+class OrchestratorConfig(RuntimeSystemConfig):
+    """A prompted (or trained) orchestrator over the whole pool, under any policy."""
+
+    kind: Literal["orchestrator"] = "orchestrator"
+    """Selects this system."""
+
+
+class ToolsModelConfig(RuntimeSystemConfig):
+    """One model with the basic tools only: no roles, no other workers, not itself as a tool."""
+
+    kind: Literal["tools_model"] = "tools_model"
+    """Selects this system."""
+    tools: list[BasicTool] | None = None
+    """The basic tools it may call; default: those of the pool."""
+
+
+def question_with_format(item: BenchmarkItem) -> str:
+    """The item's question followed by the answer format its verifier expects."""
+    return f"{item.question}\n\n{ANSWER_INSTRUCTIONS[item.verifier]}"
+
+
+@dataclass
+class RuntimeSystem:
+    """Solves items with :meth:`Executor.run` over a pool; tool-use items converse with a simulated user."""
+
+    name: str
+    pool: Pool
+    config: RunConfig
+    user: UserSimulatorConfig = field(default_factory=UserSimulatorConfig)
+
+    def __post_init__(self) -> None:
+        # Unknown orchestrator or summarizer names fail now; allow/deny names are checked per episode, once the
+        # episode's tools (a domain's functions) are known.
+        self.executor()
+        if self.user.worker is not None and self.user.worker not in self.pool.backends:
+            raise ConfigError(
+                f"user.worker: '{self.user.worker}' is not a worker of the pool {sorted(self.pool.backends)}"
+            )
+
+    def executor(self) -> Executor:
+        """A fresh executor over the pool (episodes never share state)."""
+        return Executor(self.pool, self.config)
+
+    def supports(self, verifier: VerifierKind) -> bool:
+        return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
+
+    async def solve(self, item: BenchmarkItem) -> Trajectory:
+        if item.verifier == "environment":
+            trajectory = await self._converse(item)
+        else:
+            trajectory = await self.executor().run(question_with_format(item), metadata={"item_id": item.id})
+            raw = trajectory.answer
+            trajectory.answer = None if raw is None else extract_answer(raw, item.verifier)
+            trajectory.metadata["raw_answer"] = raw
+        if trajectory.stop_reason is StopReason.ERROR:
+            raise SystemRunError(f"item {item.id}: {trajectory.metadata.get('error', 'the orchestrator failed')}")
+        return trajectory
+
+    async def _converse(self, item: BenchmarkItem) -> Trajectory:
+        domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
+        episode = await run_task(
+            self.pool,
+            self.config,
+            domain,
+            domain.task(str(item.gold)),
+            user=self.user,
+            guidance=ANSWER_INSTRUCTIONS["environment"],
+            metadata={"item_id": item.id},
+        )
+        return episode.trajectory
+
+
+def pool_config(source: str | PoolConfig | None) -> PoolConfig:
+    """The pool a runtime system names: a YAML path, an inline config, or the embedded pool."""
+    if source is None:
+        return embedded_pool_config()
+    if isinstance(source, PoolConfig):
+        return source
+    return load_pool_config(source)
+
+
+def run_config(config: RuntimeSystemConfig) -> RunConfig:
+    """The run-config part of a system config."""
+    return RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
+
+
+def _orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
+    name = config.orchestrator or pool.workers[0].name
+    worker = next((worker for worker in pool.workers if worker.name == name), None)
+    if worker is None:
+        raise ConfigError(f"orchestrator: '{name}' is not a worker of the pool ({[w.name for w in pool.workers]})")
+    return worker.model
+
+
+def build_orchestrator(config: OrchestratorConfig) -> RuntimeSystem:
+    """The prompted orchestrator over the full pool (or a trained one: a ``local`` worker with a ``path``)."""
+    chosen = pool_config(config.pool)
+    settings = run_config(config)
+    name = config.name or f"orchestrator:{settings.policy}:{_orchestrator_model(chosen, settings)}"
+    return RuntimeSystem(name, build_pool(chosen), settings, config.user)
+
+
+def build_tools_model(config: ToolsModelConfig) -> RuntimeSystem:
+    """One worker of the pool as the orchestrator, with only the basic tools visible."""
+    full = pool_config(config.pool)
+    settings = run_config(config)
+    model = _orchestrator_model(full, settings)
+    kept = {settings.orchestrator or full.workers[0].name, config.user.worker}  # the user is no tool either
+    workers = [worker for worker in full.workers if worker.name in kept]
+    tools = list(config.tools if config.tools is not None else full.tools)
+    restricted = full.model_copy(
+        update={"workers": workers, "tools": tools, "roles": [], "role_worker": None, "workers_as_tools": False}
+    )
+    # The allow list hides the workers' rows in the pool table: they are the caller and the user, not tools.
+    settings = settings.model_copy(update={"allow": tools if settings.allow is None else settings.allow})
+    return RuntimeSystem(config.name or f"tools_model:{model}", build_pool(restricted), settings, config.user)
+
+
+register_system("orchestrator", OrchestratorConfig, build_orchestrator)
+register_system("tools_model", ToolsModelConfig, build_tools_model)
