@@ -1,0 +1,232 @@
+"""CPU demonstration that training the orchestrator works, from the embedded SmolLM2-135M-Instruct.
+
+1. Synthesise SFT trajectories by running Podium's executor with a scripted teacher on arithmetic the model cannot
+   do in its head (it calls python, reads the result, answers).
+2. SFT on them (loss on the orchestrator's tokens only). Deliberately short by default (3 steps): a full SFT
+   (32 examples, 8 steps at 1e-4) makes every sampled rollout correct, so each GRPO group's rewards differ by less
+   than the 0.1 homogeneity threshold and GRPO rightly learns nothing; a single step leaves a policy that never
+   calls the tool when sampled, the same dead end. Three steps give a policy that is right greedily but only part
+   of the time when sampled, which is where GRPO has a signal.
+3. GRPO on new questions of the same family: rollouts from the executor with the model being trained, Uno's
+   cost-blended reward (orchestrator tokens and tool time are priced), G rollouts per question.
+4. Held-out accuracy (greedy, and sampled at the RL temperature), reward and cost before SFT, after SFT and
+   after GRPO, plus the GRPO training curve.
+
+Run: ``.venv/bin/python examples/train_cpu_demo.py`` (30-40 minutes on one busy CPU thread); ``--quick`` runs a
+few-minute version that only checks the pipeline.
+"""
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import yaml
+
+from podium.backends.local import LocalBackend, LocalBackendConfig
+from podium.backends.scripted import ScriptedBackend
+from podium.core.messages import Message
+from podium.core.trajectory import Trajectory, write_trajectories
+from podium.evaluate.benchmarks import BenchmarkItem
+from podium.train.config import GRPOConfig, ModelConfig, RewardConfig, RolloutConfig, SFTConfig
+from podium.train.grpo import run_grpo
+from podium.train.model import load_model
+from podium.train.rollouts import ExecutorRollouts, collect
+from podium.train.scoring import RewardScorer, Scored
+from podium.train.sft import run_sft
+
+POLICY = "orchestrator"
+PRICES = {"models": {POLICY: {"input_per_mtok": 0.1, "output_per_mtok": 0.4}}}
+"""The orchestrator's own tokens cost money (python is priced per second by Podium's sheet): the cost term."""
+FORMS = ("What is {a} * {b}?", "Compute {a} * {b} + {c}.", "What is {a} * {b} - {c}?", "Calculate {a} + {b} * {c}.")
+EXPRESSIONS = ("{a}*{b}", "{a}*{b}+{c}", "{a}*{b}-{c}", "{a}+{b}*{c}")
+
+
+@dataclass(frozen=True)
+class Task:
+    question: str
+    expression: str
+
+    @property
+    def gold(self) -> str:
+        return str(eval(self.expression))  # our own integer arithmetic, built from random digits
+
+    def item(self, index: int) -> BenchmarkItem:
+        # Exact match, not math equivalence: an answer that restates the expression ("4821*937") is not a result.
+        return BenchmarkItem(id=f"t{index}", question=self.question, gold=self.gold, verifier="qa")
+
+
+def make_tasks(count: int, seed: int) -> list[Task]:
+    """Products of 3-4 digit numbers, sometimes with a term added or subtracted."""
+    rng = random.Random(seed)
+    tasks = []
+    for _ in range(count):
+        form = rng.randrange(len(FORMS))
+        numbers = {"a": rng.randint(100, 9999), "b": rng.randint(100, 999), "c": rng.randint(10, 9999)}
+        tasks.append(Task(FORMS[form].format(**numbers), EXPRESSIONS[form].format(**numbers)))
+    return tasks
+
+
+def teacher(expressions: dict[str, str]) -> Any:
+    """The scripted teacher's reply: call python on the question's expression, then answer with what it printed."""
+
+    def reply(messages: list[Message]) -> str:
+        last = messages[-1].content
+        if "<tool_response" in last:
+            printed = re.search(r">\n(.*?)\n", last, re.DOTALL).group(1).strip()
+            return f"<answer>{printed}</answer>"
+        code = f"print({expressions[last.strip()]})"
+        return f'<tool_call>{{"name": "python", "arguments": {{"code": "{code}"}}}}</tool_call>'
+
+    return reply
+
+
+def rollout_config(out: Path, temperature: float, max_tokens: int) -> RolloutConfig:
+    sheet = out / "prices.yaml"
+    sheet.write_text(yaml.safe_dump(PRICES))
+    return RolloutConfig(max_turns=3, max_tokens=max_tokens, temperature=temperature, price_sheets=[str(sheet)])
+
+
+def run_all(source: Any, tasks: list[Task], seed: int) -> list[Trajectory]:
+    questions = [task.question for task in tasks]
+    seeds = [seed + i for i in range(len(tasks))]
+    return asyncio.run(collect(source, questions, seeds, [None] * len(tasks), concurrency=1))
+
+
+def score(
+    model: Any, tokenizer: Any, tasks: list[Task], out: Path, costs: list[float], temperature: float, name: str
+) -> list[Scored]:
+    """Held-out rollouts through the executor, scored with Uno's reward (ĉ placed against the teacher's costs)."""
+    backend = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model=POLICY))
+    source = ExecutorRollouts.from_config(rollout_config(out, temperature, 96), backend)
+    trajectories = run_all(source, tasks, seed=10_000)
+    write_trajectories(out / f"eval-{name}.jsonl", trajectories, append=False)
+    scorer = RewardScorer(RewardConfig(), ["python"])
+    scorer.bracket.observe(costs)
+    return asyncio.run(scorer.score([task.item(i) for i, task in enumerate(tasks)], trajectories))
+
+
+def evaluate(
+    model: Any, tokenizer: Any, tasks: list[Task], out: Path, costs: list[float], phase: str, temperature: float
+) -> dict[str, float]:
+    """Greedy accuracy and reward, and accuracy when sampling at the RL temperature (mean over two samples per
+    question, as ParaManager reports mean@k at temperature 1.0)."""
+    started = time.perf_counter()
+    model.eval()
+    slug = phase.replace(" ", "-")
+    greedy = score(model, tokenizer, tasks, out, costs, 0.0, f"{slug}-greedy")
+    sampled = score(model, tokenizer, tasks + tasks, out, costs, temperature, f"{slug}-sampled")
+    return {
+        "accuracy": mean([s.correct for s in greedy]),
+        "sampled_accuracy": mean([s.correct for s in sampled]),
+        "reward": mean([s.reward for s in greedy]),
+        "python_calls": mean([len(s.trajectory.results) for s in greedy]),
+        "usd": mean([s.trajectory.usage.usd for s in greedy]),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("/tmp/podium-train-demo"), help="Work directory.")
+    parser.add_argument("--quick", action="store_true", help="A few-minute run that only checks the pipeline.")
+    parser.add_argument("--sft-examples", type=int, default=12, help="Teacher trajectories.")
+    parser.add_argument("--sft-steps", type=int, default=3, help="SFT optimiser steps (batch 4).")
+    parser.add_argument("--sft-lr", type=float, default=5e-5, help="SFT learning rate (constant).")
+    parser.add_argument("--grpo-steps", type=int, default=8)
+    parser.add_argument("--grpo-lr", type=float, default=3e-5, help="GRPO learning rate (constant).")
+    parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--questions-per-step", type=int, default=2)
+    parser.add_argument("--temperature", type=float, default=0.8, help="Sampling temperature of GRPO rollouts.")
+    parser.add_argument("--eval-questions", type=int, default=16)
+    args = parser.parse_args()
+    if args.quick:
+        args.sft_examples, args.grpo_steps, args.eval_questions = 4, 1, 3
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    model_config = ModelConfig(name=POLICY, cpu_threads=1)
+    sft_tasks = make_tasks(args.sft_examples, seed=1)
+    rl_tasks = make_tasks(args.grpo_steps * args.questions_per_step, seed=2)
+    held_out = make_tasks(args.eval_questions, seed=3)
+
+    expressions = {task.question: task.expression for task in sft_tasks}
+    scripted = ScriptedBackend([teacher(expressions)], repeat_last=True, model=POLICY)
+    demonstrations = run_all(ExecutorRollouts.from_config(rollout_config(out, 0.0, 96), scripted), sft_tasks, 0)
+    write_trajectories(out / "sft.jsonl", demonstrations, append=False)
+    costs = [trajectory.usage.usd for trajectory in demonstrations]
+    (out / "tasks.jsonl").write_text("".join(json.dumps(t.item(i).model_dump()) + "\n" for i, t in enumerate(rl_tasks)))
+
+    results: dict[str, dict[str, float]] = {}
+    model, tokenizer = load_model(model_config, "cpu")
+    results["before SFT"] = evaluate(model, tokenizer, held_out, out, costs, "before SFT", args.temperature)
+    print("before SFT", results["before SFT"], flush=True)
+
+    sft = SFTConfig(
+        trajectories=[str(out / "sft.jsonl")],
+        output_dir=str(out / "sft"),
+        model=model_config,
+        learning_rate=args.sft_lr,
+        lr_scheduler="constant",
+        warmup_steps=0,
+        max_steps=args.sft_steps,
+        batch_size=4,
+        logging_steps=1,
+        device="cpu",
+    )
+    started = time.perf_counter()
+    sft_result = run_sft(sft, model=model, tokenizer=tokenizer)
+    sft_seconds = time.perf_counter() - started
+    results["after SFT"] = evaluate(model, tokenizer, held_out, out, costs, "after SFT", args.temperature)
+    print("after SFT", results["after SFT"], flush=True)
+
+    rollout = rollout_config(out, args.temperature, 96)
+    grpo = GRPOConfig(
+        tasks=str(out / "tasks.jsonl"),
+        output_dir=str(out / "grpo"),
+        model=model_config.model_copy(update={"path": str(sft_result.path)}),
+        rollout=rollout,
+        learning_rate=args.grpo_lr,
+        group_size=args.group_size,
+        batch_size=args.group_size * args.questions_per_step,
+        max_steps=args.grpo_steps,
+        logging_steps=1,
+        device="cpu",
+    )
+    started = time.perf_counter()
+    grpo_result = run_grpo(grpo)
+    grpo_seconds = time.perf_counter() - started
+    model, tokenizer = load_model(model_config.model_copy(update={"path": str(grpo_result.path)}), "cpu")
+    results["after GRPO"] = evaluate(model, tokenizer, held_out, out, costs, "after GRPO", args.temperature)
+
+    curve = [
+        {"step": entry["step"], "reward": entry["reward"], "accuracy": entry["podium/accuracy"]}
+        for entry in grpo_result.log
+        if "podium/accuracy" in entry
+    ]
+    summary = {"results": results, "grpo_curve": curve, "sft_seconds": sft_seconds, "grpo_seconds": grpo_seconds}
+    summary["wall_seconds"] = time.perf_counter() - began
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"\nheld-out: {len(held_out)} questions; SFT on {len(demonstrations)} teacher trajectories")
+    print(f"sampled: mean over 2 samples per question at temperature {args.temperature}")
+    header = f"{'phase':<12}{'greedy acc':>11}{'sampled acc':>12}{'reward':>8}{'python/q':>10}{'USD/q':>11}"
+    print(header)
+    for phase, row in results.items():
+        print(
+            f"{phase:<12}{row['accuracy']:>11.3f}{row['sampled_accuracy']:>12.3f}{row['reward']:>8.3f}"
+            f"{row['python_calls']:>10.2f}{row['usd']:>11.2e}"
+        )
+    print("\nGRPO training curve (per step, over its rollouts):")
+    for point in curve:
+        print(f"  step {point['step']:>3}  reward {point['reward']:.3f}  accuracy {point['accuracy']:.3f}")
+    print(f"\nSFT {sft_seconds:.0f} s, GRPO {grpo_seconds:.0f} s, total {summary['wall_seconds']:.0f} s → {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""``podium train sft`` and ``podium train grpo``.
+
+Registered on the main app with ``app.add_typer(train_app, name="train")``. Exit status: 0 trained, 2 invalid input
+(config, data, missing ``train`` extra).
+"""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from podium.config import read_structured_file
+from podium.errors import ConfigError, PodiumError
+from podium.train.config import GRPOConfig, SFTConfig
+from podium.train.sft import TrainResult, run_sft
+from podium.train.tasks import load_tasks
+from podium.train.verl import write_verl_launch
+
+console = Console()
+errors = Console(stderr=True)
+train_app = typer.Typer(help="Train the orchestrator: SFT on trajectories, then GRPO on executor rollouts.")
+
+ConfigOption = Annotated[Path, typer.Option("--config", help="Training config (YAML/JSON); flags override it.")]
+OutputOption = Annotated[Path | None, typer.Option("--output-dir", help="Where checkpoints and the model go.")]
+ModelOption = Annotated[
+    Path | None, typer.Option("--model", help="Checkpoint directory to start from (default: the config's).")
+]
+StepsOption = Annotated[int | None, typer.Option("--max-steps", min=1, help="Stop after this many optimiser steps.")]
+RateOption = Annotated[float | None, typer.Option("--learning-rate", min=0.0, help="Peak learning rate.")]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _settings(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The config file's fields with the flags that were given written over them (dotted keys nest)."""
+    data = read_structured_file(path) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of config fields")
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        target = data
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = str(value) if isinstance(value, Path) else value
+    return data
+
+
+def _report(result: TrainResult) -> None:
+    losses = [entry["loss"] for entry in result.log if "loss" in entry]
+    last = f", last loss {losses[-1]:.4g}" if losses else ""
+    console.print(f"trained {result.steps} steps{last} → {result.path}", highlight=False, soft_wrap=True)
+
+
+@train_app.command("sft")
+def sft_command(
+    config: ConfigOption,
+    output_dir: OutputOption = None,
+    model: ModelOption = None,
+    max_steps: StepsOption = None,
+    learning_rate: RateOption = None,
+    trajectories: Annotated[
+        list[Path] | None, typer.Option("--trajectories", help="Trajectory JSONL (repeatable; replaces the config's).")
+    ] = None,
+) -> None:
+    """Supervised fine-tuning on trajectories; the loss covers only the orchestrator's own tokens."""
+    overrides = {
+        "output_dir": output_dir,
+        "model.path": model,
+        "max_steps": max_steps,
+        "learning_rate": learning_rate,
+        "trajectories": [str(path) for path in trajectories] if trajectories else None,
+    }
+    try:
+        settings = SFTConfig.from_dict(_settings(config, overrides), source=str(config))
+        result = run_sft(settings)
+    except PodiumError as error:
+        raise _fail(error) from error
+    _report(result)
+
+
+@train_app.command("grpo")
+def grpo_command(
+    config: ConfigOption,
+    output_dir: OutputOption = None,
+    model: ModelOption = None,
+    max_steps: StepsOption = None,
+    learning_rate: RateOption = None,
+    reward: Annotated[
+        str | None, typer.Option("--reward", help="Reward design: uno, toolorchestra or paramanager.")
+    ] = None,
+    group_size: Annotated[int | None, typer.Option("--group-size", min=2, help="G: rollouts per question.")] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="Rollouts on the live model (local) or a trl vllm-serve server.")
+    ] = None,
+) -> None:
+    """GRPO on rollouts from Podium's executor, with the chosen reward, filters and clipping."""
+    overrides = {
+        "output_dir": output_dir,
+        "model.path": model,
+        "max_steps": max_steps,
+        "learning_rate": learning_rate,
+        "reward.design": reward,
+        "group_size": group_size,
+        "rollout.backend": backend,
+    }
+    try:
+        settings = GRPOConfig.from_dict(_settings(config, overrides), source=str(config))
+        # The GRPO trainer subclasses TRL's at import, so it is imported only once the train extra is needed.
+        from podium.train.grpo import run_grpo
+
+        result = run_grpo(settings)
+    except PodiumError as error:
+        raise _fail(error) from error
+    _report(result)
+
+
+@train_app.command("verl-config")
+def verl_config_command(
+    config: ConfigOption,
+    out: Annotated[Path, typer.Option("--out", help="Directory for the parquet tasks, agent-loop file and script.")],
+    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Nodes of the verl run.")] = 1,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, help="GPUs per node.")] = 8,
+) -> None:
+    """Write a verl launch that trains like the GRPO config across nodes, Podium's executor doing the rollouts."""
+    try:
+        settings = GRPOConfig.from_file(config)
+        script = write_verl_launch(
+            settings, config, load_tasks(settings), out, nodes=nodes, gpus_per_node=gpus_per_node
+        )
+    except PodiumError as error:
+        raise _fail(error) from error
+    console.print(f"verl launch → {script}", highlight=False, soft_wrap=True)

@@ -1,0 +1,194 @@
+"""Typed configs of ``podium train sft`` and ``podium train grpo`` (SPEC §7). Defaults follow the papers where they
+agree; each field says which paper a default comes from."""
+
+from typing import Literal, Self
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+
+from podium.config import Config
+from podium.core.preference import Preference
+from podium.evaluate.benchmarks import VerifierKind
+
+
+class ModelConfig(Config):
+    """The orchestrator model being trained."""
+
+    path: str | None = None
+    """Checkpoint directory (Hugging Face format); ``None`` means the embedded SmolLM2-135M-Instruct."""
+    name: str = "orchestrator"
+    """Name of the model in records and prices while it is trained."""
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Training dtype: ``auto`` is bfloat16 on CUDA and float32 on CPU."""
+    cpu_threads: PositiveInt = 1
+    """Torch CPU threads (process-wide) when training on a CPU."""
+
+
+class TrainerConfig(Config):
+    """Optimisation and checkpointing shared by SFT and GRPO."""
+
+    output_dir: str
+    """Where checkpoints and the final model are written."""
+    learning_rate: PositiveFloat
+    """Peak learning rate."""
+    lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = "cosine"
+    """Learning-rate schedule after warm-up."""
+    warmup_steps: NonNegativeInt = 0
+    """Linear warm-up steps."""
+    batch_size: PositiveInt = 8
+    """Sequences per device per optimiser micro-step."""
+    gradient_accumulation_steps: PositiveInt = 1
+    """Micro-steps accumulated into one optimiser step."""
+    max_steps: PositiveInt | None = None
+    """Stop after this many optimiser steps (overrides epochs)."""
+    save_steps: PositiveInt | None = None
+    """Write a checkpoint every N steps; ``None``: only the final model."""
+    save_total_limit: PositiveInt | None = 2
+    """Keep at most this many intermediate checkpoints."""
+    logging_steps: PositiveInt = 10
+    """Log the loss every N steps."""
+    max_grad_norm: PositiveFloat = 1.0
+    """Gradient clipping norm."""
+    seed: int = 0
+    """Seed of data order, initialisation of new heads and sampling."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """Where to train: ``auto`` picks CUDA when available."""
+
+
+class SFTConfig(TrainerConfig):
+    """Supervised fine-tuning on trajectories, loss only on the orchestrator's own tokens (SPEC §7)."""
+
+    trajectories: list[str] = Field(min_length=1)
+    """Trajectory JSONL files (``podium eval`` results or synthesised teacher runs)."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """The model to fine-tune."""
+    learning_rate: PositiveFloat = 2e-5
+    """Peak learning rate (Uno: 2e-5; ParaManager: 1e-5)."""
+    warmup_steps: NonNegativeInt = 100
+    """Linear warm-up steps (Uno: 100)."""
+    epochs: PositiveFloat = 2.0
+    """Passes over the data (Uno: 2)."""
+    max_length: PositiveInt = 16_384
+    """Longest sequence in tokens; longer samples keep their start (Uno packs to 16,384)."""
+    packing: bool = False
+    """Pack several samples into one ``max_length`` row (padding-free); worth it on GPU with many short samples."""
+    answered_only: bool = False
+    """Skip trajectories that ended without a final answer."""
+
+
+class RewardConfig(Config):
+    """The reward: one of the three designs of SPEC §5, all pure functions in ``podium.rewards``."""
+
+    design: Literal["uno", "toolorchestra", "paramanager"] = "uno"
+    """Uno-Orchestra's cost-blended reward, ToolOrchestra's preference-weighted vector, or ParaManager's sum."""
+    uno_alpha: NonNegativeFloat = Field(0.1, le=1.0)
+    """Uno α: weight of the cost term inside a correct answer's reward."""
+    uno_window: PositiveInt = 1000
+    """Uno: episodes in the rolling √cost percentile bracket."""
+    preference: Preference = Field(
+        default_factory=lambda: Preference(weights={"outcome": 1.0, "compute": 0.5, "latency": 0.0})
+    )
+    """ToolOrchestra: the preference P of tasks that carry none (weights over tools, outcome, compute, latency)."""
+    paramanager_target_tokens: PositiveInt = 12_288
+    """ParaManager L_tar."""
+    paramanager_target_cost_units: PositiveFloat = 8.0
+    """ParaManager C_tar."""
+
+
+class RolloutConfig(Config):
+    """How rollouts are produced: Podium's own executor, the code path of inference and evaluation."""
+
+    policy: Literal["serial", "parallel", "dag"] = "serial"
+    """Action space of the orchestrator."""
+    pool: str | None = None
+    """Pool YAML (PoolConfig); ``None``: the python tool with the embedded model as the only worker."""
+    backend: Literal["local", "vllm"] = "local"
+    """``local``: generate with the model being trained, in-process. ``vllm``: generate on a ``trl vllm-serve``
+    server (OpenAI-compatible) whose weights the trainer updates after every step."""
+    vllm_base_url: str = "http://127.0.0.1:8000"
+    """For ``vllm``: root of the server started with ``trl vllm-serve --model PATH``."""
+    max_turns: PositiveInt = 8
+    """Orchestrator turns per episode (Uno T_max: 8)."""
+    max_tokens: PositiveInt = 1024
+    """Completion budget of one orchestrator turn."""
+    temperature: NonNegativeFloat = 1.0
+    """Sampling temperature of rollouts (ParaManager: 1.0)."""
+    concurrency: PositiveInt = 8
+    """Rollouts run at once (a local model still generates one at a time)."""
+    allow: list[str] | None = None
+    """Only these tools, roles and workers are offered; default: the whole pool (with the default pool, only
+    the python tool)."""
+    tool_subset: bool = False
+    """ToolOrchestra knob: offer each instance a random non-empty subset of the allowed tools and workers."""
+    price_sheets: list[str] = Field(default_factory=list)
+    """ToolOrchestra knob: price files (PriceCatalog YAML/JSON); each instance draws one and prices by it."""
+    constrained: bool = False
+    """Grammar-constrained actions during rollouts. Off by default: the constraint reshapes the sampling
+    distribution, while the GRPO ratio and KL are computed for the unconstrained policy. (With ``price_sheets``
+    the orchestrator is wrapped to be repriced and is no longer seen as able to constrain.) Blind labels need no
+    switch here: with ``blind.enabled`` in the pool, each group's instance seed draws a fresh mapping."""
+
+
+class GRPOConfig(TrainerConfig):
+    """Group-relative policy optimisation on the executor's own rollouts (SPEC §7)."""
+
+    tasks: str | None = None
+    """JSONL of tasks: ``id``, ``question``, ``gold``, ``verifier`` (math, qa, multiple_choice, code),
+    optional ``metadata`` with a ``preference``."""
+    benchmark: str | None = None
+    """Or a Podium benchmark name (gsm8k, math500…) read from the shared data directory."""
+    limit: PositiveInt | None = None
+    """Only the first N tasks."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    """The policy to train (normally the SFT checkpoint: RL from a base model collapses to no tool use)."""
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    """Where rollouts come from."""
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    """The reward design."""
+    learning_rate: PositiveFloat = 1e-6
+    """Peak learning rate (ToolOrchestra, Uno: 1e-6; ParaManager: 2e-6)."""
+    lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = "constant"
+    """Learning-rate schedule."""
+    group_size: int = Field(8, ge=2)
+    """G: rollouts per question (8 in all three papers)."""
+    batch_size: PositiveInt = 16
+    """Rollouts per optimiser micro-step (a multiple of ``group_size`` per generation batch)."""
+    iterations: PositiveInt = 1
+    """μ: optimisation passes over each generation batch (more than one makes the clipped ratio bite)."""
+    epsilon_low: NonNegativeFloat = 0.2
+    """ε_low of the clipped ratio."""
+    epsilon_high: NonNegativeFloat = 0.28
+    """ε_high of the clipped ratio (clip-higher; ToolOrchestra and ParaManager: 0.28)."""
+    kl_beta: NonNegativeFloat = 0.0
+    """β of the k3 KL estimator to the starting checkpoint (ToolOrchestra 1e-4, Uno 1e-3, ParaManager 0)."""
+    ratio_level: Literal["token", "sequence"] = "token"
+    """Importance ratio per token, or ParaManager's sequence-level ratio over policy tokens only (eq. 20)."""
+    loss_type: Literal["dapo", "bnpo", "grpo"] = "dapo"
+    """Normalisation: token mean over the batch (``dapo``), over the micro-batch (``bnpo``), per sequence (``grpo``)."""
+    advantage: Literal["trajectory", "turn"] = "trajectory"
+    """One advantage per rollout (GRPO), or per turn (Agentic-GRPO, Uno: returns with per-turn shaping)."""
+    turn_gamma: PositiveFloat = Field(1.0, le=1.0)
+    """γ of the turn-level returns."""
+    turn_eta: NonNegativeFloat = 0.05
+    """η: bound of the per-turn shaping (schema validity, repair) in turn-level returns."""
+    min_group_std: NonNegativeFloat = 0.1
+    """Drop a group whose kept rewards have a smaller standard deviation (ToolOrchestra: 0.1)."""
+    drop_malformed: bool = True
+    """Drop rollouts whose output broke the action format (ToolOrchestra filter)."""
+    drop_unanswered: bool = True
+    """Drop rollouts that gave no final answer (ToolOrchestra filter)."""
+    epochs: PositiveFloat = 1.0
+    """Passes over the tasks (``max_steps`` overrides)."""
+
+    @model_validator(mode="after")
+    def _one_task_source(self) -> Self:
+        if (self.tasks is None) == (self.benchmark is None):
+            raise ValueError("give exactly one of tasks (a JSONL file) or benchmark (a name)")
+        if self.rollout.temperature <= 0:
+            raise ValueError("rollout.temperature must be above 0: GRPO learns from differences between samples")
+        if self.batch_size * self.gradient_accumulation_steps % self.group_size:
+            raise ValueError("batch_size × gradient_accumulation_steps must be a multiple of group_size")
+        return self
+
+
+VERIFIER_KINDS: tuple[VerifierKind, ...] = ("math", "qa", "multiple_choice", "code")
+"""Verifiers a GRPO task may name (environment tasks need a domain and are not RL targets here)."""

@@ -1,0 +1,145 @@
+"""Where GRPO rollouts come from: Podium's executor (the code path of inference and evaluation) driving the policy
+being trained, with ToolOrchestra's per-instance knobs (random tool subset, random price sheet). The source is
+injectable: anything that maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
+
+import asyncio
+import dataclasses
+import inspect
+import random
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol
+
+from podium.backends.base import ChatBackend
+from podium.backends.embedded import EMBEDDED_MODEL
+from podium.backends.http import HttpBackend, HttpBackendConfig
+from podium.backends.local import LocalBackend, LocalBackendConfig
+from podium.core.preference import Preference
+from podium.core.trajectory import Trajectory
+from podium.errors import ConfigError
+from podium.evaluate.system_config import PricedBackend
+from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.pool import Pool, build_pool, load_pool_config
+from podium.pool.pricing import ModelPrice, PriceCatalog
+from podium.pool.workers import worker_price
+from podium.runtime import Executor, RunConfig
+from podium.train.config import RolloutConfig
+
+
+class RolloutSource(Protocol):
+    """Produces one rollout: a trajectory of the current policy on ``question``. ``seed`` names the instance
+    (its tool subset, price sheet and blind labels): the rollouts of one GRPO group share it, and differ only
+    through sampling."""
+
+    def __call__(
+        self, question: str, seed: int, preference: Preference | None = None
+    ) -> Trajectory | Awaitable[Trajectory]: ...
+
+
+async def collect(
+    source: RolloutSource,
+    questions: Sequence[str],
+    seeds: Sequence[int],
+    preferences: Sequence[Preference | None],
+    concurrency: int,
+) -> list[Trajectory]:
+    """Every rollout of a generation batch, at most ``concurrency`` at once, in order."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(question: str, seed: int, preference: Preference | None) -> Trajectory:
+        async with limit:
+            result = source(question, seed, preference)
+            return await result if inspect.isawaitable(result) else result
+
+    return list(await asyncio.gather(*map(one, questions, seeds, preferences)))
+
+
+def default_pool_config() -> PoolConfig:
+    """The python tool alone (the embedded model is listed as the pool's worker but offered to no one)."""
+    worker = WorkerConfig(name="smollm2", backend="local", model=EMBEDDED_MODEL, max_retries=0)
+    return PoolConfig(workers=[worker], tools=["python"], workers_as_tools=False)
+
+
+def rollout_pool(config: RolloutConfig) -> Pool:
+    """The pool rollouts run against."""
+    return build_pool(load_pool_config(config.pool) if config.pool else default_pool_config())
+
+
+def repriced(pool: Pool, sheet: PriceCatalog) -> Pool:
+    """The same pool (same backends and sandbox) priced by ``sheet`` merged over its own catalog."""
+    catalog = pool.prices.merged(sheet)
+    prices = {worker.name: worker_price(worker, catalog) for worker in pool.config.workers}
+    return dataclasses.replace(pool, prices=catalog, worker_prices=prices)
+
+
+def policy_backend(config: RolloutConfig, model: Any, tokenizer: Any, name: str, served_model: str) -> ChatBackend:
+    """The orchestrator's backend: the live in-memory model, or the vLLM server the trainer keeps in sync."""
+    if config.backend == "local":
+        return LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model=name))
+    return HttpBackend(HttpBackendConfig(model=served_model, base_url=config.vllm_base_url.rstrip("/") + "/v1"))
+
+
+class ExecutorRollouts:
+    """Rollouts through :class:`podium.runtime.Executor`; each instance may get its own tools and prices."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        orchestrator: ChatBackend | None,
+        config: RolloutConfig,
+        price_sheets: Sequence[PriceCatalog] = (),
+    ) -> None:
+        self.pool = pool
+        self.orchestrator = orchestrator
+        self.config = config
+        self.price_sheets = list(price_sheets)
+        self.allowed = None if config.allow is None else list(config.allow)
+
+    @classmethod
+    def from_config(cls, config: RolloutConfig, orchestrator: ChatBackend | None = None) -> "ExecutorRollouts":
+        """The pool and price sheets named by ``config``."""
+        sheets = [PriceCatalog.from_file(path) for path in config.price_sheets]
+        rollouts = cls(rollout_pool(config), orchestrator, config, sheets)
+        if config.pool is None and config.allow is None:
+            rollouts.allowed = rollouts.pool.registry.names()  # the default pool's worker is not on offer
+        return rollouts
+
+    def instance(
+        self, seed: int, orchestrator: ChatBackend | None = None
+    ) -> tuple[Pool, ChatBackend, list[str] | None]:
+        """This instance's pool (repriced by a random sheet), orchestrator (priced by it) and allowed tools."""
+        rng = random.Random(seed)
+        pool, orchestrator = self.pool, orchestrator or self.orchestrator
+        if orchestrator is None:
+            raise ConfigError("no orchestrator backend: give one to ExecutorRollouts or to the call")
+        if self.price_sheets:
+            sheet = rng.choice(self.price_sheets)
+            pool = repriced(pool, sheet)
+            own = sheet.models.get(orchestrator.model, ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0))
+            orchestrator = PricedBackend(orchestrator, own)
+        allow = self.allowed
+        if self.config.tool_subset:
+            names = sorted(self.allowed if self.allowed is not None else pool.registry.names())
+            allow = sorted(rng.sample(names, rng.randint(1, len(names))))
+        return pool, orchestrator, allow
+
+    async def __call__(
+        self,
+        question: str,
+        seed: int,
+        preference: Preference | None = None,
+        *,
+        orchestrator: ChatBackend | None = None,
+    ) -> Trajectory:
+        """One episode; ``orchestrator`` replaces the default backend for it (verl binds each rollout to its own
+        server session)."""
+        pool, orchestrator, allow = self.instance(seed, orchestrator)
+        run = RunConfig(
+            policy=self.config.policy,
+            max_turns=self.config.max_turns,
+            max_tokens=self.config.max_tokens,
+            temperature=self.config.temperature,
+            constrained="auto" if self.config.constrained else "never",
+            allow=allow,
+        )
+        executor = Executor(pool, run, orchestrator=orchestrator)
+        return await executor.run(question, preference=preference, seed=seed)

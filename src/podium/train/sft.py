@@ -1,0 +1,95 @@
+"""``podium train sft``: supervised fine-tuning on trajectories with TRL's SFTTrainer, the loss restricted to the
+tokens the orchestrator generated (the labels are -100 everywhere else)."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from podium.core.trajectory import Trajectory, read_trajectories
+from podium.errors import ConfigError
+from podium.extras import require_extra
+from podium.train.config import SFTConfig
+from podium.train.model import load_model, resolve_device, trainer_arguments
+from podium.train.samples import ChatFormat, TrainingDataError, trajectory_samples
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where the trained model went and how training went."""
+
+    path: Path
+    """Directory of the final model and tokenizer."""
+    steps: int
+    """Optimiser steps taken."""
+    log: list[dict[str, Any]]
+    """The trainer's log history (loss, learning rate… per logging step)."""
+
+
+def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
+    """Every trajectory of the JSONL files, with errors naming the file."""
+    trajectories: list[Trajectory] = []
+    for path in paths:
+        try:
+            trajectories.extend(read_trajectories(path))
+        except OSError as error:
+            raise ConfigError(f"cannot read trajectories {path}: {error.strerror}") from error
+        except ValidationError as error:
+            raise TrainingDataError(f"{path} holds a line that is not a trajectory: {error}") from error
+    return trajectories
+
+
+def sft_rows(
+    trajectories: Iterable[Trajectory], chat: ChatFormat, *, max_length: int, answered_only: bool = False
+) -> list[dict[str, list[int]]]:
+    """Pre-tokenized rows (``input_ids``, ``labels``) for TRL; a sample cut to ``max_length`` keeps its start and is
+    dropped when nothing generated survives the cut."""
+    rows = []
+    for trajectory in trajectories:
+        if answered_only and trajectory.answer is None:
+            continue
+        for sample in trajectory_samples(trajectory, chat):
+            labels = sample.labels[:max_length]
+            if any(label != -100 for label in labels):
+                rows.append({"input_ids": sample.input_ids[:max_length], "labels": labels})
+    return rows
+
+
+def sft_trainer(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) -> Any:
+    """TRL's SFTTrainer on the trajectories' pre-tokenized rows, ``config.model`` or the given in-memory one."""
+    trl = require_extra("train", "trl")
+    datasets = require_extra("train", "datasets")
+    datasets.disable_progress_bars()
+    device = resolve_device(config.device)
+    if model is None or tokenizer is None:
+        model, tokenizer = load_model(config.model, device)
+    rows = sft_rows(
+        load_trajectories(config.trajectories),
+        ChatFormat(tokenizer),
+        max_length=config.max_length,
+        answered_only=config.answered_only,
+    )
+    if not rows:
+        raise TrainingDataError("no trajectory has an orchestrator token to train on")
+    arguments = trl.SFTConfig(
+        **trainer_arguments(config, device),
+        num_train_epochs=config.epochs,
+        max_length=config.max_length,
+        packing=config.packing,
+    )
+    return trl.SFTTrainer(
+        model=model, args=arguments, train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer
+    )
+
+
+def run_sft(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) -> TrainResult:
+    """Fine-tune and save the result (model and tokenizer) in ``config.output_dir``."""
+    trainer = sft_trainer(config, model=model, tokenizer=tokenizer)
+    trainer.train()
+    tokenizer = trainer.processing_class
+    output = Path(config.output_dir)
+    trainer.save_model(str(output))
+    tokenizer.save_pretrained(str(output))
+    return TrainResult(output, trainer.state.global_step, list(trainer.state.log_history))
