@@ -345,3 +345,24 @@ def test_call_grammar_resolves_schema_definitions() -> None:
     }
     grammar = call_regex([ToolSpec(name="book", description="Book.", parameters=parameters)])
     assert re.fullmatch(grammar, '<tool_call>{"name": "book", "arguments": {"passenger": {"name": "Ann"}}}</tool_call>')
+
+
+def test_role_cost_bounds_charge_their_own_helper_tool() -> None:
+    from podium.core.calls import ToolCall
+    from podium.pool.roles import CODE_PROMPT, MAX_QUERIES, QUERY_PROMPT
+    from podium.pool.workers import generation_bound
+
+    pool = scripted_pool(tools=("python", "web_search"), roles=False)
+    pool = type(pool)(pool.config.model_copy(update={"roles": ["code_reasoner", "knowledge_searcher"]}),
+                      pool.prices, pool.sandbox, pool.backends, pool.worker_prices, pool.labels)  # fmt: skip
+    registry = pool.registry
+    search_usd, python_usd = registry.price_bound("web_search"), registry.price_bound("python")
+    assert search_usd > python_usd
+    arguments = {"subtask": "x", "model": "alpha"}
+    coder = registry.cost_bound(ToolCall(name="code_reasoner", arguments=arguments)).usd
+    searcher = registry.cost_bound(ToolCall(name="knowledge_searcher", arguments=arguments)).usd
+    own = registry.price_bound("code_reasoner"), registry.price_bound("knowledge_searcher")
+    assert coder == pytest.approx(generation_bound(PRICE, CODE_PROMPT + "x", 64).usd + python_usd + own[0])
+    assert searcher == pytest.approx(
+        generation_bound(PRICE, QUERY_PROMPT + "x", 64).usd + MAX_QUERIES * search_usd + own[1]
+    )

@@ -92,6 +92,10 @@ class PricedBackend:
     def model(self) -> str:
         return self.inner.model
 
+    @property
+    def supports_regex(self) -> bool:
+        return getattr(self.inner, "supports_regex", False)
+
     async def generate(self, messages: list[Message], **options: Any) -> Generation:
         generation = await self.inner.generate(messages, **options)
         usd = self.price.cost(generation.input_tokens, generation.output_tokens)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from podium.core.budget import Budget
 from podium.core.calls import ToolCall, ToolResult, ToolSpec
 from podium.errors import PodiumError
 
@@ -75,8 +74,6 @@ class Plan:
     round: int
     subtasks: list[Subtask]
     routes: dict[int, Route]
-    verify: str | None = None
-    """The self-check written before this plan, if any."""
 
 
 Action = Answer | Calls | Summarize | Plan
@@ -94,12 +91,6 @@ class PoolView:
     """Worker labels as shown."""
     admissible: frozenset[tuple[str, str]] = frozenset()
     """Admissible (worker label, primitive) pairs."""
-    budget: Budget = field(default_factory=Budget)
-    """The episode's limits."""
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [spec.name for spec in self.tools]
 
 
 @runtime_checkable

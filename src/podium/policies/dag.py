@@ -107,7 +107,7 @@ class DagPolicy:
         if earlier and not any(child.name == "replan" for child in verify.children):  # type: ignore[union-attr]
             raise ActionParseError("a new plan needs <replan/> inside <verify>")
         routes = [e for e in elements if e.name == "route"]
-        return _plan(plans[0], routes, earlier, view, verify.body.strip() if verify else None, self.max_calls_per_round)
+        return _plan(plans[0], routes, earlier, view, self.max_calls_per_round)
 
     def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
         blocks = []
@@ -211,9 +211,7 @@ def _integer(element: _Element, attribute: str) -> int:
     return int(value)
 
 
-def _plan(
-    plan: _Element, routes: list[_Element], earlier: list[Plan], view: PoolView, verify: str | None, limit: int
-) -> Plan:
+def _plan(plan: _Element, routes: list[_Element], earlier: list[Plan], view: PoolView, limit: int) -> Plan:
     round_index = _integer(plan, "round")
     if earlier and round_index <= earlier[-1].round:
         raise ActionParseError(f"plan round {round_index} must be greater than the last round {earlier[-1].round}")
@@ -237,7 +235,7 @@ def _plan(
     missing = sorted(set(planned) - set(by_subtask))
     if missing:
         raise ActionParseError(f"subtasks {missing} have no <route>")
-    return Plan(round=round_index, subtasks=subtasks, routes=by_subtask, verify=verify)
+    return Plan(round=round_index, subtasks=subtasks, routes=by_subtask)
 
 
 def _subtask(node: _Element, done: set[int], seen: set[int]) -> Subtask:

@@ -32,10 +32,17 @@ CODE_PROMPT = (
     "You solve problems by writing Python. Write one complete Python 3 script that computes the answer and "
     "prints it. Use only the standard library, numpy or sympy; no network, no input()."
 )
+MAX_QUERIES = 3
+"""Most search queries knowledge_searcher writes and runs."""
 QUERY_SCHEMA = {
     "type": "object",
     "properties": {
-        "queries": {"type": "array", "items": {"type": "string", "maxLength": 200}, "minItems": 1, "maxItems": 3}
+        "queries": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 200},
+            "minItems": 1,
+            "maxItems": MAX_QUERIES,
+        }
     },
     "required": ["queries"],
     "additionalProperties": False,
@@ -72,14 +79,16 @@ class RoleKit:
     tool_usd_bounds: dict[str, float] = field(default_factory=dict)
     """Helper tool name → the most one call of it can cost (e.g. a paid search)."""
 
-    def bound(self, arguments: dict[str, Any], prompt: str, generations: int = 1, tool_calls: int = 0) -> CostBound:
+    def bound(
+        self, arguments: dict[str, Any], prompt: str, generations: int = 1, helper: str | None = None, calls: int = 0
+    ) -> CostBound:
         """The most a role call can cost: ``generations`` full generations on the chosen worker with this
-        prompt, plus ``tool_calls`` calls of its helper tool."""
+        prompt, plus ``calls`` calls of the ``helper`` tool."""
         label = arguments.get("model") or self.default_label
         price = self.prices.get(label, ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0))
         generation = generation_bound(price, prompt, self.max_tokens[label]) * generations
-        helper = self.search_tool if tool_calls and self.search_tool else "python"
-        return generation + CostBound(usd=tool_calls * self.tool_usd_bounds.get(helper, 0.0))
+        helper_usd = self.tool_usd_bounds.get(helper, 0.0) if helper is not None else 0.0
+        return generation + CostBound(usd=calls * helper_usd)
 
 
 class Spent:
@@ -231,7 +240,9 @@ def _knowledge_searcher(kit: RoleKit) -> Tool:
         _schema(kit, "What to find out; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(arguments, QUERY_PROMPT + _prompt_task(arguments), tool_calls=3),
+        cost_bound=lambda arguments: kit.bound(
+            arguments, QUERY_PROMPT + _prompt_task(arguments), helper=kit.search_tool, calls=MAX_QUERIES
+        ),
     )
 
 
@@ -242,7 +253,7 @@ def _queries(written: ToolOutput, fallback: str) -> list[str]:
         except (json.JSONDecodeError, KeyError, TypeError):
             queries = []
         if queries:
-            return queries[:3]
+            return queries[:MAX_QUERIES]
     return [fallback[:200]]
 
 
@@ -272,7 +283,9 @@ def _code_reasoner(kit: RoleKit) -> Tool:
         _schema(kit, "What to compute; default: the original problem."),
         run,
         timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(arguments, CODE_PROMPT + _prompt_task(arguments), tool_calls=1),
+        cost_bound=lambda arguments: kit.bound(
+            arguments, CODE_PROMPT + _prompt_task(arguments), helper="python", calls=1
+        ),
     )
 
 

@@ -2,7 +2,8 @@
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from podium.backends.base import BackendError, ChatBackend
@@ -19,6 +20,10 @@ from podium.pool.workers import generation_bound
 from podium.runtime.config import RunConfig
 from podium.runtime.dag import run_plan
 from podium.runtime.ledger import Ledger
+
+Respond = Callable[[str], Awaitable[str | None]]
+"""A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
+``None`` when the conversation is over."""
 
 
 class Episode:
@@ -37,7 +42,7 @@ class Episode:
         config: RunConfig,
         budget: Budget,
         constrained: bool,
-        respond: Callable[[str], Awaitable[str | None]] | None,
+        respond: Respond | None,
         metadata: dict[str, Any],
     ) -> None:
         self.question = question
@@ -201,9 +206,15 @@ class Episode:
         self.ledger.settle(bound, result.usage)
         return result
 
-    def _context(self) -> "_EpisodeScope":
+    @contextmanager
+    def _context(self) -> Iterator[None]:
+        """Sets :data:`current_episode` for the calls of a round (tasks copy it), restored afterwards."""
         history = "\n\n".join(f"[{m.role}]\n{m.content}" for m in self.trajectory.messages[1:])
-        return _EpisodeScope(EpisodeContext(question=self.question, history=history))
+        token = current_episode.set(EpisodeContext(question=self.question, history=history))
+        try:
+            yield
+        finally:
+            current_episode.reset(token)
 
     def _say(self, role: str, content: str) -> None:
         self.trajectory.messages.append(Message(role=role, content=content))  # type: ignore[arg-type]
@@ -213,19 +224,6 @@ class Episode:
         self.trajectory.wall_s = self.ledger.elapsed()
         self.trajectory.metadata["parse_errors"] = self.parse_errors
         return self.trajectory
-
-
-class _EpisodeScope:
-    """Sets :data:`current_episode` for the calls of a round (tasks copy it) and restores it afterwards."""
-
-    def __init__(self, context: EpisodeContext) -> None:
-        self.context = context
-
-    def __enter__(self) -> None:
-        self.token = current_episode.set(self.context)
-
-    def __exit__(self, *_: object) -> None:
-        current_episode.reset(self.token)
 
 
 def _refused(call: ToolCall, status: Status, reason: str) -> ToolResult:

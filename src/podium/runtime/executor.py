@@ -1,7 +1,7 @@
 """The one executor: it runs an orchestrator over a pool under a policy and returns the trajectory. Inference
 (``podium run``), evaluation and RL rollouts all call :meth:`Executor.run`."""
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from podium.backends.base import ChatBackend
@@ -14,12 +14,8 @@ from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
-from podium.runtime.episode import Episode
+from podium.runtime.episode import Episode, Respond
 from podium.runtime.summarizer import summarizer_tool
-
-Respond = Callable[[str], Awaitable[str | None]]
-"""A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
-``None`` when the conversation is over."""
 
 
 class Executor:
@@ -43,7 +39,9 @@ class Executor:
         self.orchestrator = orchestrator or pool.backends[self.config.orchestrator or names[0]]
         self.budget = Budget(
             max_turns=self.config.max_turns or self.policy.max_turns,
-            max_calls_per_round=min(self.config.max_calls_per_round or 10**6, self.policy.max_calls_per_round),
+            max_calls_per_round=min(
+                self.config.max_calls_per_round or self.policy.max_calls_per_round, self.policy.max_calls_per_round
+            ),
             max_tokens=self.config.max_total_tokens,
             max_usd=self.config.max_usd,
             max_seconds=self.config.max_seconds,
@@ -73,7 +71,6 @@ class Executor:
             table=pool.table(registry, workers),
             workers=workers,
             admissible=frozenset(pair for pair in pool.admissible_pairs() if pair[0] in workers),
-            budget=self.budget,
         )
         system = self.policy.system_prompt(view)
         if instructions:
@@ -116,12 +113,12 @@ class Executor:
                 raise ConfigError(f"{field}: unknown names {unknown}; the pool has {sorted(known)}")
         allow = None if self.config.allow is None else {by_name.get(n, n) for n in self.config.allow}
         deny = {by_name.get(name, name) for name in self.config.deny}
-        names = registry.names()
-        kept = registry.subset(
-            [name for name in names if allow is None or name in allow], [name for name in names if name in deny]
-        )
-        workers = [label for label in pool.labels.values() if (allow is None or label in allow) and label not in deny]
-        return kept, workers
+
+        def shown(name: str) -> bool:
+            return (allow is None or name in allow) and name not in deny
+
+        kept = registry.subset([name for name in registry.names() if shown(name)])
+        return kept, [label for label in pool.labels.values() if shown(label)]
 
     def _summarizer(self, pool: Pool) -> ToolRegistry:
         config = pool.config
