@@ -15,9 +15,9 @@ import time
 
 from podium.backends.scripted import ScriptedBackend
 from podium.core.calls import ToolCall
+from podium.costs.prices import ModelPrice
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import Pool, build_pool
-from podium.pool.pricing import ModelPrice
 from podium.pool.registry import ToolRegistry
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig

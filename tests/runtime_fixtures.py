@@ -3,9 +3,9 @@
 import asyncio
 
 from podium.backends.scripted import ScriptedBackend
+from podium.costs.prices import ModelPrice
 from podium.pool.config import BlindConfig, PoolConfig, WorkerConfig
 from podium.pool.pool import Pool, build_pool
-from podium.pool.pricing import ModelPrice
 from podium.pool.tool import Tool, tool
 from podium.runtime import Executor, RunConfig
 

@@ -8,7 +8,7 @@ import pytest
 from podium.backends import BackendError, ScriptedBackend
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.core import Message, Status
-from podium.pool.pricing import ModelPrice
+from podium.costs.prices import ModelPrice
 from podium.serve import serving_in_thread as serving
 
 from .servers import FaultServer

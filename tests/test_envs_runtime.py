@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.scripted import ScriptedBackend
 from podium.core.budget import StopReason
-from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.calls import Refusal, Status, ToolCall, ToolResult
 from podium.core.trajectory import Trajectory, Turn
+from podium.costs.prices import ModelPrice
 from podium.envs import data_dir, load_domain
 from podium.envs.cli import env_app
 from podium.envs.conversation import UserSimulatorConfig, run_task
@@ -21,7 +22,6 @@ from podium.errors import ConfigError
 from podium.evaluate.environment import EnvironmentVerifier
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool, embedded_pool_config
-from podium.pool.pricing import ModelPrice
 from podium.runtime import RunConfig
 
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
@@ -136,7 +136,9 @@ def test_calls_the_runtime_refused_are_not_replayed():
     airline = load_domain("airline")
     task = airline.task("7")
     cancel = ToolCall(name="cancel_reservation", arguments={"reservation_id": "59XX6W"})
-    refused = ToolResult(call=cancel, status=Status.EXEC_ERR, reason="not run: the call could exceed the budget")
+    refused = ToolResult(
+        call=cancel, status=Status.EXEC_ERR, reason="the call could exceed the budget", refused=Refusal.BUDGET
+    )
     unparsed = ToolResult(call=cancel, status=Status.PARSE_ERR, reason="bad")
     failed = ToolResult(call=cancel, status=Status.EXEC_ERR, reason="ToolError: already cancelled")
     trajectory = Trajectory(question="q", turns=[Turn(index=0, output="", results=[refused, unparsed, failed])])

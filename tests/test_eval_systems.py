@@ -9,7 +9,6 @@ from podium.backends.scripted import ScriptedBackend
 from podium.errors import ConfigError
 from podium.evaluate.benchmarks import BenchmarkItem
 from podium.evaluate.system_config import (
-    PricedBackend,
     build_system,
     load_system_config,
     system_config_from_dict,
@@ -113,7 +112,7 @@ def test_system_config_files_build_each_baseline(tmp_path):
     trajectory = asyncio.run(router.solve(MATH))
     words_in, words_out = trajectory.usage.input_tokens, trajectory.usage.output_tokens
     assert trajectory.usage.usd == pytest.approx((words_in * 1 + words_out * 2) / 1e6)
-    assert isinstance(router.callers["cheap"].backend, PricedBackend)
+    assert router.callers["cheap"].backend.price.input_per_mtok == 1
     vote = build_system(
         system_config_from_dict(
             {"kind": "majority_vote", "votes": 3, "backend": {"kind": "scripted", "replies": ["x"]}}

@@ -4,11 +4,11 @@ import json
 import pytest
 
 from podium.core import Status, ToolCall
-from podium.errors import ConfigError, UnknownPriceError
+from podium.costs.prices import ModelPrice
+from podium.errors import ConfigError
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.pool import blind_labels, build_pool, load_pool_config
-from podium.pool.pricing import ModelPrice
 
 
 def scripted(name, replies, **fields):
@@ -50,12 +50,12 @@ def test_pool_config_errors_name_the_field(tmp_path):
         load_pool_config(path)
 
 
-def test_unknown_worker_price_is_an_error_not_free():
-    config = PoolConfig(
-        workers=[WorkerConfig(name="a", backend="scripted", model="no-such-model-priced", replies=["x"])]
-    )
-    with pytest.raises(UnknownPriceError, match="no-such-model-priced"):
-        build_pool(config)
+def test_unknown_served_model_price_is_an_error_not_free():
+    served = WorkerConfig(name="a", backend="http", model="no-such-model-priced", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="no-such-model-priced"):
+        build_pool(PoolConfig(workers=[served]))
+    local = WorkerConfig(name="a", backend="scripted", model="no-such-model-priced", replies=["x"])
+    assert build_pool(PoolConfig(workers=[local])).backends["a"].price.cost(10**6, 10**6) == 0.0
 
 
 def test_relative_price_file_is_found_beside_the_pool_file(tmp_path):
@@ -64,7 +64,7 @@ def test_relative_price_file_is_found_beside_the_pool_file(tmp_path):
         "workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nprices: prices.yaml\n"
     )
     pool = build_pool(load_pool_config(tmp_path / "pool.yaml"))
-    assert pool.worker_prices["a"] == ModelPrice(input_per_mtok=3, output_per_mtok=4)
+    assert pool.backends["a"].price == ModelPrice(input_per_mtok=3, output_per_mtok=4)
 
 
 def test_a_model_is_a_tool_with_its_description_price_and_usage():

@@ -3,8 +3,8 @@ from decimal import Decimal
 import pytest
 from genai_prices import Usage, calc_price
 
+from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.errors import ConfigError, UnknownPriceError
-from podium.pool.pricing import ModelPrice, PriceCatalog, ToolPrice
 
 
 def test_token_cost_is_tokens_times_price_per_million():

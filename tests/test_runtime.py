@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from podium.backends.base import BackendError
+from podium.backends.base import BackendError, ChatBackend, Completion
 from podium.core.budget import StopReason
 from podium.core.calls import Status
 from podium.core.preference import Preference
@@ -240,14 +240,11 @@ def test_preference_is_appended_and_kept() -> None:
 
 
 def test_a_failing_orchestrator_backend_ends_the_episode_as_error() -> None:
-    class Broken:
-        model = "broken"
-        price = PRICE
-
-        async def generate(self, messages, **options):
+    class Broken(ChatBackend):
+        async def _complete(self, request):
             raise BackendError("HTTP 500")
 
-    trajectory = asyncio.run(Executor(scripted_pool(), orchestrator=Broken()).run("q"))  # type: ignore[arg-type]
+    trajectory = asyncio.run(Executor(scripted_pool(), orchestrator=Broken("broken", PRICE)).run("q"))
     assert trajectory.stop_reason is StopReason.ERROR and "HTTP 500" in trajectory.metadata["error"]
 
 
@@ -318,17 +315,15 @@ def test_dag_grammar_follows_the_episode() -> None:
 
 
 def test_an_answer_cut_off_at_max_tokens_is_a_parse_error() -> None:
-    class CutOff:
-        model, price, calls = "cut", PRICE, 0
+    class CutOff(ChatBackend):
+        calls = 0
 
-        async def generate(self, messages, **options):
-            from podium.backends.base import Generation
-
+        async def _complete(self, request):
             self.calls += 1
             text, reason = ("The answer is <too", "length") if self.calls == 1 else ("<answer>42</answer>", "stop")
-            return Generation(text=text, model=self.model, finish_reason=reason)
+            return Completion(text, 0, 0, reason)
 
-    trajectory = asyncio.run(Executor(scripted_pool(), orchestrator=CutOff()).run("q"))  # type: ignore[arg-type]
+    trajectory = asyncio.run(Executor(scripted_pool(), orchestrator=CutOff("cut", PRICE)).run("q"))
     assert "cut off at max_tokens" in (trajectory.turns[0].parse_error or "")
     assert trajectory.answer == "42"
 
@@ -349,12 +344,12 @@ def test_call_grammar_resolves_schema_definitions() -> None:
 
 def test_role_cost_bounds_charge_their_own_helper_tool() -> None:
     from podium.core.calls import ToolCall
+    from podium.costs.bounds import generation_bound
     from podium.pool.roles import CODE_PROMPT, MAX_QUERIES, QUERY_PROMPT
-    from podium.pool.workers import generation_bound
 
     pool = scripted_pool(tools=("python", "web_search"), roles=False)
     pool = type(pool)(pool.config.model_copy(update={"roles": ["code_reasoner", "knowledge_searcher"]}),
-                      pool.prices, pool.sandbox, pool.backends, pool.worker_prices, pool.labels)  # fmt: skip
+                      pool.prices, pool.sandbox, pool.backends, pool.labels)  # fmt: skip
     registry = pool.registry
     search_usd, python_usd = registry.price_bound("web_search"), registry.price_bound("python")
     assert search_usd > python_usd

@@ -4,8 +4,9 @@ from typing import Literal
 import pytest
 
 from podium.core import Status, ToolCall
+from podium.costs import PriceCatalog, ToolPrice
 from podium.errors import ToolDefinitionError
-from podium.pool import PriceCatalog, Tool, ToolOutput, ToolPrice, ToolRegistry, tool
+from podium.pool import Tool, ToolOutput, ToolRegistry, tool
 from podium.pool.registry import truncate
 
 

@@ -12,9 +12,9 @@ pytest.importorskip("trl")
 
 from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
+from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.pool.config import BlindConfig, PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
-from podium.pool.pricing import ModelPrice, PriceCatalog, ToolPrice
 from podium.train.config import RolloutConfig
 from podium.train.rollouts import ExecutorRollouts, collect, default_pool_config
 from podium.train.samples import ChatFormat, masked_spans, single_sample

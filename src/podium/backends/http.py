@@ -5,18 +5,16 @@ and the mapping of every failure to EXEC_ERR or TIMEOUT."""
 
 import asyncio
 import os
-import time
 from typing import Any, Literal
 
 import openai
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
 
-from podium.backends.base import BackendError, Generation
+from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.calls import Status
-from podium.core.messages import Message
-from podium.pool.pricing import ModelPrice
+from podium.costs.prices import ModelPrice
 
 NO_KEY = "EMPTY"
 """Sent when no key is configured: local servers ignore it, and the client refuses an empty key."""
@@ -45,13 +43,12 @@ class HttpBackendConfig(Config):
     means replies are parsed unconstrained."""
 
 
-class HttpBackend:
+class HttpBackend(ChatBackend):
     """Chat completions over HTTP."""
 
     def __init__(self, config: HttpBackendConfig, price: ModelPrice | None = None) -> None:
+        super().__init__(config.model, price)
         self.config = config
-        self.model = config.model
-        self.price = price or ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
         api_key = NO_KEY
         if config.api_key_env is not None:
             api_key = os.environ.get(config.api_key_env, "")
@@ -63,38 +60,28 @@ class HttpBackend:
         self._in_flight = LoopSemaphore(config.max_concurrent)
         self.supports_regex = config.structured_outputs == "vllm"
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        stop: list[str] | None = None,
-        json_schema: dict[str, Any] | None = None,
-        regex: str | None = None,
-    ) -> Generation:
-        if regex is not None and not self.supports_regex:
-            raise BackendError(f"{self.config.base_url}: regex constraints need structured_outputs: vllm")
-        request: dict[str, Any] = {
+    async def _complete(self, request: GenerationRequest) -> Completion:
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages],
-            "max_tokens": max_tokens,
-            "temperature": temperature,
+            "messages": [
+                {"role": m.role if m.role != "tool" else "user", "content": m.content} for m in request.messages
+            ],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
         }
-        if stop:
-            request["stop"] = stop
-        if json_schema is not None:
-            request["response_format"] = {
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.json_schema is not None:
+            body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "reply", "schema": json_schema, "strict": True},
+                "json_schema": {"name": "reply", "schema": request.json_schema, "strict": True},
             }
-        if regex is not None:
-            request["extra_body"] = {"structured_outputs": {"regex": regex}}
+        if request.regex is not None:
+            body["extra_body"] = {"structured_outputs": {"regex": request.regex}}
         async with self._in_flight:
-            started = time.perf_counter()
             try:
                 response = await asyncio.wait_for(
-                    self._client.chat.completions.create(**request), timeout=self.config.deadline_s
+                    self._client.chat.completions.create(**body), timeout=self.config.deadline_s
                 )
             except (TimeoutError, openai.APITimeoutError) as error:
                 raise BackendError(f"{self.config.base_url}: no reply in time ({error})", Status.TIMEOUT) from error
@@ -104,22 +91,17 @@ class HttpBackend:
                 raise BackendError(f"{self.config.base_url}: connection failed: {error}") from error
             except (openai.APIResponseValidationError, ValueError) as error:
                 raise BackendError(f"{self.config.base_url}: malformed response: {error}") from error
-            latency = time.perf_counter() - started
-        return self._generation(response, latency)
+        return self._completion(response)
 
-    def _generation(self, response: Any, latency: float) -> Generation:
+    def _completion(self, response: Any) -> Completion:
         choices = getattr(response, "choices", None)
         if not choices or choices[0].message is None:
             raise BackendError(f"{self.config.base_url}: malformed response: no choices")
         usage = response.usage
-        input_tokens = usage.prompt_tokens if usage else 0
-        output_tokens = usage.completion_tokens if usage else 0
-        return Generation(
+        return Completion(
             text=choices[0].message.content or "",
-            model=response.model or self.model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            usd=self.price.cost(input_tokens, output_tokens),
-            latency_s=latency,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
             finish_reason=choices[0].finish_reason,
+            model=response.model or None,
         )

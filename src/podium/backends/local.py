@@ -4,19 +4,17 @@ constrained decoding through outlines-core."""
 import asyncio
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import PositiveInt
 
-from podium.backends.base import BackendError, Generation
+from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.backends.embedded import EMBEDDED_MODEL, embedded_model_dir
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
-from podium.core.messages import Message
+from podium.costs.prices import ModelPrice
 from podium.extras import require_extra
-from podium.pool.pricing import ModelPrice
 
 
 class LocalBackendConfig(Config):
@@ -39,20 +37,20 @@ class LocalBackendConfig(Config):
     one thread and 3.5 tok/s on two of a busy 2-core machine. Raise it for large models on idle CPUs."""
 
 
-class LocalBackend:
+class LocalBackend(ChatBackend):
     """Generates with a local transformers model; one generation at a time per model."""
+
+    supports_regex = True
 
     def __init__(self, config: LocalBackendConfig | None = None, price: ModelPrice | None = None) -> None:
         self.config = config or LocalBackendConfig()
-        self.model = self.config.model
-        self.price = price or ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
+        super().__init__(self.config.model, price)
         self._load_lock = threading.Lock()
         self._one_at_a_time = LoopSemaphore(1)
         self._loaded: tuple[Any, Any, Any] | None = None
         self._constraints: dict[str, Any] = {}
         self._constraint_backend: Any = None
         self._requests = 0
-        self.supports_regex = True
 
     @classmethod
     def from_loaded(
@@ -94,64 +92,35 @@ class LocalBackend:
             raise BackendError(f"model at {source} has no chat template; give a chat (instruct) model")
         return torch, model, tokenizer
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        stop: list[str] | None = None,
-        json_schema: dict[str, Any] | None = None,
-        regex: str | None = None,
-    ) -> Generation:
-        if json_schema is not None and regex is not None:
-            raise BackendError("give json_schema or regex, not both")
+    async def _complete(self, request: GenerationRequest) -> Completion:
         async with self._one_at_a_time:
             self._requests += 1
             seed = self.config.seed + self._requests
-            started = time.perf_counter()
-            text, prompt_tokens, completion_tokens, reason = await asyncio.to_thread(
-                self._generate, messages, max_tokens, temperature, stop or [], json_schema, regex, seed
-            )
-        return Generation(
-            text=text,
-            model=self.model,
-            input_tokens=prompt_tokens,
-            output_tokens=completion_tokens,
-            usd=self.price.cost(prompt_tokens, completion_tokens),
-            latency_s=time.perf_counter() - started,
-            finish_reason=reason,
-        )
+            return await asyncio.to_thread(self._generate, request, seed)
 
-    def _generate(
-        self,
-        messages: list[Message],
-        max_tokens: int,
-        temperature: float,
-        stop: list[str],
-        json_schema: dict[str, Any] | None,
-        regex: str | None,
-        seed: int,
-    ) -> tuple[str, int, int, str]:
+    def _generate(self, request: GenerationRequest, seed: int) -> Completion:
         torch, model, tokenizer = self.load()
+        max_tokens, stop = request.max_tokens, list(request.stop)
         transformers = require_extra("local", "transformers")
-        chat = [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages]
+        chat = [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in request.messages]
         inputs = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
         prompt_tokens = inputs["input_ids"].shape[1]
         if prompt_tokens > self.config.max_prompt_tokens:
             limit = self.config.max_prompt_tokens
             raise BackendError(f"prompt of {prompt_tokens} tokens exceeds max_prompt_tokens={limit}")
         options: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tokenizer.eos_token_id}
-        if temperature > 0:
+        if request.temperature > 0:
             torch.manual_seed(seed)
-            options.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+            options.update(do_sample=True, temperature=request.temperature, top_p=1.0, top_k=0)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         try:
-            if json_schema is not None:
-                options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("json", json_schema)])
-            if regex is not None:
-                options["logits_processor"] = transformers.LogitsProcessorList([self._constraint("regex", regex)])
+            if request.json_schema is not None:
+                constraint = self._constraint("json", request.json_schema)
+                options["logits_processor"] = transformers.LogitsProcessorList([constraint])
+            if request.regex is not None:
+                constraint = self._constraint("regex", request.regex)
+                options["logits_processor"] = transformers.LogitsProcessorList([constraint])
         except ValueError as error:  # outlines-core: unsupported schema, or too many automaton states
             raise BackendError(f"cannot build the decoding constraint: {error}") from error
         if stop:
@@ -166,7 +135,7 @@ class LocalBackend:
         for marker in stop:
             if marker in text:
                 text, reason = text[: text.index(marker)], "stop"
-        return text, prompt_tokens, completion_tokens, reason
+        return Completion(text, prompt_tokens, completion_tokens, reason)
 
     def _constraint(self, kind: Literal["json", "regex"], target: dict[str, Any] | str) -> Any:
         # Index construction costs up to seconds per grammar: keep one per grammar, reset before each use.

@@ -1,7 +1,7 @@
 """Core data types shared by every part of Podium."""
 
 from podium.core.budget import Budget, Spend
-from podium.core.calls import CallUsage, Status, ToolCall, ToolResult, ToolSpec
+from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult, ToolSpec
 from podium.core.messages import Message, Role
 from podium.core.preference import Preference
 from podium.core.trajectory import StopReason, Trajectory, Turn, read_trajectories, write_trajectories
@@ -11,6 +11,7 @@ __all__ = [
     "CallUsage",
     "Message",
     "Preference",
+    "Refusal",
     "Role",
     "Spend",
     "Status",

@@ -20,6 +20,15 @@ class Status(StrEnum):
     """Stopped at its time limit."""
 
 
+class Refusal(StrEnum):
+    """Why the runtime refused a call before running it (the call's status stays one of the four)."""
+
+    BUDGET = "budget"
+    """Its cost bound could cross the episode's USD or token budget (status EXEC_ERR)."""
+    CALLS_PER_ROUND = "calls_per_round"
+    """The turn made more calls than one round allows (status PARSE_ERR)."""
+
+
 class ToolSpec(Record):
     """What the orchestrator is told about a tool."""
 
@@ -82,6 +91,8 @@ class ToolResult(Record):
     """Structured value (JSON); ``None`` when the call was not executed."""
     reason: str | None = None
     """Why the status is not OK (or extra detail)."""
+    refused: Refusal | None = None
+    """Set when the runtime refused the call before it ran, and why."""
     observation: str = ""
     """Text shown to the orchestrator, truncated to the configured size."""
     truncated: bool = False
@@ -95,3 +106,8 @@ class ToolResult(Record):
     def ok(self) -> bool:
         """Whether the call succeeded."""
         return self.status is Status.OK
+
+    @property
+    def executed(self) -> bool:
+        """Whether the call reached its tool: a PARSE_ERR call or one the runtime refused never did."""
+        return self.status is not Status.PARSE_ERR and self.refused is None

@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from podium.core.record import Record
+from podium.costs.prices import PriceCatalog
 from podium.envs.toolkit import ActionKind, Database, Entry, ToolError, Toolkit
-from podium.pool.pricing import PriceCatalog
 from podium.pool.registry import ToolRegistry
 from podium.pool.tool import Tool, schema_from_function
 

@@ -11,7 +11,7 @@ judged the same way as a live one.
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.calls import ToolCall
 from podium.core.trajectory import Trajectory
 from podium.envs.domain import Action, ActionOutcome, Domain, Task
 from podium.envs.toolkit import Entry
@@ -107,20 +107,10 @@ def judge_actions(
     )
 
 
-NOT_RUN_PREFIX = "not run:"
-"""How the runtime's reason starts when it refused a call before running it (a budget the call could cross)."""
-
-
-def ran(result: ToolResult) -> bool:
-    """Whether a call was executed: PARSE_ERR calls and calls the runtime refused never reached the tool."""
-    refused = result.status is not Status.OK and (result.reason or "").startswith(NOT_RUN_PREFIX)
-    return result.status is not Status.PARSE_ERR and not refused
-
-
 def trajectory_episode(trajectory: Trajectory) -> tuple[list[ToolCall], list[str]]:
-    """The calls a trajectory executed (see :func:`ran`) and the agent's messages (its turns' text and final
+    """The calls a trajectory executed and the agent's messages (its turns' text and final
     answer; observations are excluded, or tool output would count as telling the user)."""
-    calls = [result.call for result in trajectory.results if ran(result)]
+    calls = [result.call for result in trajectory.results if result.executed]
     messages = [turn.output for turn in trajectory.turns]
     if trajectory.answer:
         messages.append(trajectory.answer)

@@ -16,19 +16,14 @@ plug in with :func:`register_system`, after which ``podium eval --system`` accep
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
-from podium.backends.base import ChatBackend, Generation
-from podium.backends.http import HttpBackend, HttpBackendConfig
-from podium.backends.local import LocalBackend, LocalBackendConfig
-from podium.backends.scripted import ScriptedBackend
+from podium.backends.factory import BackendSpec, build_backend
 from podium.config import Config, read_structured_file
-from podium.core.messages import Message
-from podium.errors import ConfigError, UnknownPriceError
+from podium.errors import ConfigError
 from podium.evaluate.benchmarks import VerifierKind
 from podium.evaluate.systems import (
     MajorityVoteSystem,
@@ -39,84 +34,6 @@ from podium.evaluate.systems import (
     StaticRouterSystem,
     System,
 )
-from podium.pool.pricing import ModelPrice, PriceCatalog
-
-# ------------------------------------------------------------------------------------------------- backends
-
-
-class HttpBackendSpec(HttpBackendConfig):
-    """An OpenAI-compatible endpoint (every field of ``HttpBackendConfig``) and its price."""
-
-    kind: Literal["http"] = "http"
-    """Selects this backend type."""
-    price: ModelPrice | None = None
-    """Token prices; when absent the model is looked up in Podium's price sheet and genai-prices, and a model
-    found in neither is an error (give ``price: {input_per_mtok: 0, output_per_mtok: 0}`` for a free server)."""
-
-
-class LocalBackendSpec(LocalBackendConfig):
-    """A model run in this process (every field of ``LocalBackendConfig``; no path means embedded SmolLM2)."""
-
-    kind: Literal["local"] = "local"
-    """Selects this backend type."""
-    price: ModelPrice | None = None
-    """Token prices charged for it (free when absent)."""
-
-
-class ScriptedBackendSpec(Config):
-    """Replayed replies, for tests and demos."""
-
-    kind: Literal["scripted"] = "scripted"
-    """Selects this backend type."""
-    model: str = "scripted"
-    """Name in records."""
-    replies: list[str] = Field(min_length=1)
-    """Replies in request order."""
-    repeat_last: bool = True
-    """Keep answering with the last reply once the list is used up."""
-    price: ModelPrice | None = None
-    """Token prices (tokens are counted as words), so cost accounting and the USD cap can be exercised."""
-
-
-BackendSpec = Annotated[HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, Field(discriminator="kind")]
-
-
-@dataclass
-class PricedBackend:
-    """Charges a backend's generations at a token price (for backends that do not price themselves)."""
-
-    inner: ChatBackend
-    price: ModelPrice
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def supports_regex(self) -> bool:
-        return getattr(self.inner, "supports_regex", False)
-
-    async def generate(self, messages: list[Message], **options: Any) -> Generation:
-        generation = await self.inner.generate(messages, **options)
-        usd = self.price.cost(generation.input_tokens, generation.output_tokens)
-        return generation.model_copy(update={"usd": usd})
-
-
-def build_backend(spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec) -> ChatBackend:
-    """The backend a spec describes."""
-    if isinstance(spec, ScriptedBackendSpec):
-        scripted = ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last)
-        return PricedBackend(scripted, spec.price) if spec.price else scripted
-    if isinstance(spec, LocalBackendSpec):
-        return LocalBackend(LocalBackendConfig(**spec.model_dump(exclude={"kind", "price"})), spec.price)
-    price = spec.price
-    if price is None:
-        try:
-            price = PriceCatalog.default().model_price(spec.model)
-        except UnknownPriceError as error:
-            raise ConfigError(f"backend {spec.model}: {error}; or set 'price:' on the backend") from error
-    return HttpBackend(HttpBackendConfig(**spec.model_dump(exclude={"kind", "price"})), price)
-
 
 # -------------------------------------------------------------------------------------------------- systems
 

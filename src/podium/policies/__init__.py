@@ -8,13 +8,16 @@ from podium.policies.base import (
     ActionParseError,
     Answer,
     Calls,
+    Dispatcher,
     InvalidCall,
+    Outcome,
     Plan,
     Policy,
     PoolView,
     Route,
     Subtask,
     Summarize,
+    refused,
 )
 from podium.policies.dag import DagPolicy
 from podium.policies.parallel import ParallelPolicy
@@ -25,7 +28,7 @@ PolicyName = Literal["serial", "parallel", "dag"]
 
 def build_policy(name: PolicyName) -> Policy:
     """The policy called ``name`` with the papers' defaults."""
-    policies: dict[str, type[SerialPolicy] | type[ParallelPolicy] | type[DagPolicy]] = {
+    policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
         "dag": DagPolicy,
@@ -41,7 +44,9 @@ __all__ = [
     "Answer",
     "Calls",
     "DagPolicy",
+    "Dispatcher",
     "InvalidCall",
+    "Outcome",
     "ParallelPolicy",
     "Plan",
     "Policy",
@@ -52,4 +57,5 @@ __all__ = [
     "Subtask",
     "Summarize",
     "build_policy",
+    "refused",
 ]

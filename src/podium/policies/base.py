@@ -1,15 +1,19 @@
-"""What a policy is. A policy renders the episode into the orchestrator's prompt and parses the orchestrator's
-output into actions; the executor does everything else (dispatch, statuses, accounting, budgets, recording).
+"""What a policy is. A policy renders the episode into the orchestrator's prompt, parses the orchestrator's
+output into actions and carries its actions out through a :class:`Dispatcher` that the runtime provides; the
+runtime does everything else (statuses, accounting, budgets, recording, stopping).
 
 Parsing never raises anything but :class:`ActionParseError`, whose message is shown to the orchestrator.
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
-from podium.core.calls import ToolCall, ToolResult, ToolSpec
+from podium.core.calls import Refusal, Status, ToolCall, ToolResult, ToolSpec
+from podium.core.trajectory import Turn
 from podium.errors import PodiumError
+from podium.pool.registry import ToolRegistry
 
 
 class ActionParseError(PodiumError, ValueError):
@@ -93,9 +97,41 @@ class PoolView:
     """Admissible (worker label, primitive) pairs."""
 
 
-@runtime_checkable
-class Policy(Protocol):
-    """An action space: prompt rendering, output parsing and (optionally) a grammar for constrained decoding."""
+@dataclass(frozen=True)
+class Outcome:
+    """What carrying out an action produced: the calls' results, and the final answer if the action gave one."""
+
+    results: list[ToolResult] = field(default_factory=list)
+    answer: str | None = None
+
+
+class Dispatcher(Protocol):
+    """What the runtime lends a policy to carry out its actions: calls that are budgeted, timed and recorded."""
+
+    registry: ToolRegistry
+    """The tools the orchestrator may call in this episode."""
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one call if its cost bound fits the budget left, within the episode's deadline."""
+        ...
+
+    async def calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """Run calls concurrently (each as :meth:`call`); results in the order of ``calls``."""
+        ...
+
+    async def summarize(self, call: ToolCall) -> ToolResult:
+        """Have the frozen summarizer model write the answer from the episode's history."""
+        ...
+
+
+def refused(call: ToolCall, status: Status, refusal: Refusal | None, reason: str) -> ToolResult:
+    """A result for a call that was never run."""
+    return ToolResult(call=call, status=status, reason=reason, refused=refusal, observation=reason)
+
+
+class Policy(ABC):
+    """An action space: prompt rendering, output parsing, a grammar for constrained decoding, and the way its
+    actions are carried out. Answers and rounds of tool calls are handled here; subclasses add their own."""
 
     name: str
     """``serial``, ``parallel`` or ``dag``."""
@@ -103,24 +139,45 @@ class Policy(Protocol):
     """Default turn limit when the budget sets none."""
     max_calls_per_round: int
     """Most calls one turn may dispatch (more are refused with PARSE_ERR)."""
+    summarize_on_stop: bool = False
+    """Whether, by default, the summarizer writes an answer when turns or parse errors run out first."""
 
+    @abstractmethod
     def system_prompt(self, view: PoolView) -> str:
         """The orchestrator's instructions with the pool table."""
-        ...
 
+    @abstractmethod
     def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
         """The actions in ``text``, given the actions of earlier turns; raises only :class:`ActionParseError`."""
-        ...
 
+    @abstractmethod
     def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
         """The message the orchestrator reads after its calls ran (``remaining`` describes the budget left)."""
-        ...
 
+    @abstractmethod
     def rejection(self, reason: str, remaining: str) -> str:
         """The message the orchestrator reads after output that could not be parsed."""
-        ...
 
+    @abstractmethod
     def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
         """A regular expression for grammar-constrained decoding of the next output, given the actions of
         earlier turns: every output it matches parses."""
-        ...
+
+    async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
+        """Carry ``action`` out; ``history`` holds the earlier turns and ``limit`` the calls one round may make."""
+        if isinstance(action, Answer):
+            return Outcome(answer=action.text)
+        if isinstance(action, Calls):
+            return Outcome(await run_round(action, dispatch, limit))
+        raise TypeError(f"the {self.name} policy cannot carry out {type(action).__name__}")
+
+
+async def run_round(action: Calls, dispatch: Dispatcher, limit: int) -> list[ToolResult]:
+    """A round of concurrent calls: those past ``limit`` are refused, unreadable blocks become PARSE_ERR."""
+    results = await dispatch.calls(action.calls[:limit])
+    for call in action.calls[limit:]:
+        results.append(refused(call, Status.PARSE_ERR, Refusal.CALLS_PER_ROUND, f"at most {limit} call(s) per turn"))
+    for index, invalid in enumerate(action.invalid):
+        call = ToolCall(name="(unreadable)", arguments=invalid.text, id=f"invalid_{index}")
+        results.append(refused(call, Status.PARSE_ERR, None, invalid.reason))
+    return results

@@ -10,18 +10,31 @@ admissible (worker, primitive) pair. The grammar (SPEC §3.3) is the same in SFT
     <final_answer> answer </final_answer>
 """
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import get_args
 
 from podium.core.calls import ToolResult
-from podium.policies.base import Action, ActionParseError, Answer, Plan, PoolView, Route, Subtask
+from podium.core.trajectory import Turn
+from podium.policies.base import (
+    Action,
+    ActionParseError,
+    Answer,
+    Dispatcher,
+    Outcome,
+    Plan,
+    Policy,
+    PoolView,
+    Route,
+    Subtask,
+)
 from podium.policies.hermes import ANSWER_CHARS, THINKING_CHARS, repeat
-from podium.pool.config import Primitive
+from podium.pool.primitives import PRIMITIVES, primitive_call
 
-PRIMITIVES: tuple[str, ...] = get_args(Primitive)
+SUBTASK_CALL_PREFIX = "subtask-"
+"""Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""
 _TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*?)(/?)>")
 _ATTRIBUTE = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
 _ID = re.compile(r"\d{1,6}")
@@ -63,7 +76,7 @@ class _Element:
     body: str = ""
 
 
-class DagPolicy:
+class DagPolicy(Policy):
     """Lazy answers or plans of subtasks with routes, validated rule by rule; at most 8 turns."""
 
     name = "dag"
@@ -113,12 +126,17 @@ class DagPolicy:
         blocks = []
         for result in results:
             body = result.observation or result.reason or ""
-            subtask = escape(result.call.id.removeprefix("subtask-"))
+            subtask = escape(result.call.id.removeprefix(SUBTASK_CALL_PREFIX))
             blocks.append(f'<obs subtask="{subtask}" status="{result.status.value}">\n{body}\n</obs>')
         return "\n".join(blocks)
 
     def rejection(self, reason: str, remaining: str) -> str:
         return f"<error>\n{reason}\n</error>"
+
+    async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
+        if isinstance(action, Plan):
+            return Outcome(await run_plan(action, dispatch, earlier_observations(history)))
+        return await super().execute(action, dispatch, history, limit)
 
     def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
         """Plans whose ids run on from the episode's last id in order, whose depends_on list earlier ids of the
@@ -273,3 +291,45 @@ def _route(element: _Element, view: PoolView) -> Route:
         offered = sorted(s for m, s in view.admissible if m == model)
         raise ActionParseError(f"route of subtask {subtask_id}: {model} does not offer '{skill}'; it offers {offered}")
     return Route(subtask=subtask_id, model=model, skill=skill, instruction=element.body.strip())
+
+
+def earlier_observations(history: Sequence[Turn]) -> dict[int, str]:
+    """Subtask id → its observation, for the subtasks of earlier rounds."""
+    return {
+        int(result.call.id.removeprefix(SUBTASK_CALL_PREFIX)): result.observation or result.reason or ""
+        for turn in history
+        for result in turn.results
+        if result.call.id.startswith(SUBTASK_CALL_PREFIX)
+    }
+
+
+def node_task(subtask: Subtask, route: Route, parents: dict[int, str]) -> str:
+    """What the worker is asked: the route's instruction (or the subtask) and its parents' results."""
+    task = route.instruction or subtask.description
+    if not parents:
+        return task
+    evidence = "\n".join(f'<obs subtask="{parent}">\n{text}\n</obs>' for parent, text in parents.items())
+    return f"{task}\n\nResults of the subtasks this one depends on:\n{evidence}"
+
+
+async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) -> list[ToolResult]:
+    """Run every node of ``plan`` as soon as its parents finish, each as its routed (worker, primitive) pair;
+    ``earlier`` holds observations of subtasks from previous rounds. Results come back in plan order."""
+    nodes: dict[int, asyncio.Task[ToolResult]] = {}
+
+    async def run_node(subtask: Subtask) -> ToolResult:
+        parents: dict[int, str] = {}
+        for parent in subtask.depends_on:
+            if parent in nodes:
+                result = await nodes[parent]
+                parents[parent] = result.observation or result.reason or ""
+            else:
+                parents[parent] = earlier[parent]
+        route = plan.routes[subtask.id]
+        task = node_task(subtask, route, parents)
+        call_id = f"{SUBTASK_CALL_PREFIX}{subtask.id}"
+        return await dispatch.call(primitive_call(route.model, route.skill, task, dispatch.registry, call_id))
+
+    for subtask in plan.subtasks:  # emission order is topological: parents are created first
+        nodes[subtask.id] = asyncio.create_task(run_node(subtask))
+    return list(await asyncio.gather(*(nodes[subtask.id] for subtask in plan.subtasks)))

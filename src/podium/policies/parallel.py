@@ -3,8 +3,19 @@ history to a summarizer model that writes the answer."""
 
 from collections.abc import Sequence
 
+from podium.core.answers import extract_answer
 from podium.core.calls import ToolResult, ToolSpec
-from podium.policies.base import Action, ActionParseError, Calls, PoolView, Summarize
+from podium.core.trajectory import Turn
+from podium.policies.base import (
+    Action,
+    ActionParseError,
+    Calls,
+    Dispatcher,
+    Outcome,
+    Policy,
+    PoolView,
+    Summarize,
+)
 from podium.policies.hermes import THINKING_CHARS, call_regex, read_tool_calls, render_results, render_tools, repeat
 
 FINAL_ANSWER = ToolSpec(
@@ -34,11 +45,13 @@ Tool signatures:
 {tools}"""
 
 
-class ParallelPolicy:
-    """``<reasoning>`` then 1..n_max ``<tool_call>`` blocks per round, at most 12 rounds."""
+class ParallelPolicy(Policy):
+    """``<reasoning>`` then 1..n_max ``<tool_call>`` blocks per round, at most 12 rounds; ``final_answer`` and
+    running out of rounds both end with the summarizer's answer (ParaManager's termination instruction)."""
 
     name = "parallel"
     max_turns = 12
+    summarize_on_stop = True
 
     def __init__(self, max_calls_per_round: int = 4) -> None:
         if max_calls_per_round < 1:
@@ -73,3 +86,9 @@ class ParallelPolicy:
         call = call_regex([*view.tools, FINAL_ANSWER])
         reasoning = "<reasoning>" + repeat("[^<]", 0, THINKING_CHARS) + "</reasoning>\n"
         return reasoning + repeat(call + "\n", 1, self.max_calls_per_round)
+
+    async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
+        if isinstance(action, Summarize):
+            result = await dispatch.summarize(action.call)
+            return Outcome([result], extract_answer(str(result.value)) if result.ok else None)
+        return await super().execute(action, dispatch, history, limit)

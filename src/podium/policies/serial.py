@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from podium.core.answers import last_boxed
 from podium.core.calls import ToolResult
-from podium.policies.base import Action, ActionParseError, Answer, Calls, PoolView
+from podium.policies.base import Action, ActionParseError, Answer, Calls, Policy, PoolView
 from podium.policies.hermes import (
     ANSWER_CHARS,
     THINKING_CHARS,
@@ -36,7 +36,7 @@ Tool signatures:
 {tools}"""
 
 
-class SerialPolicy:
+class SerialPolicy(Policy):
     """One ``<tool_call>`` per turn in the Hermes / Qwen3 format; a turn without a call is the final answer."""
 
     name = "serial"

@@ -13,10 +13,10 @@ from rich.table import Table
 from podium.backends.base import BackendError
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.messages import Message
+from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
 from podium.pool.describe import run_tasks, write_description
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
-from podium.pool.pricing import PriceCatalog
 from podium.sandbox import SandboxConfig
 
 console = Console()

@@ -4,27 +4,13 @@ from typing import Literal, Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
+from podium.backends.factory import HttpBackendSpec, LocalBackendSpec, ScriptedBackendSpec
 from podium.config import Config
+from podium.costs.prices import ModelPrice
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
-from podium.pool.pricing import ModelPrice
+from podium.pool.primitives import Primitive
 from podium.sandbox import SandboxConfig
 
-# Uno-Orchestra's primitive vocabulary (seed 003, Table 6).
-Primitive = Literal[
-    "direct_answer",
-    "reason",
-    "web_search",
-    "database_query",
-    "fact_check",
-    "read_document",
-    "read_code",
-    "extract_field",
-    "parse_structured",
-    "execute_python",
-    "execute_shell",
-    "call_api",
-    "symbolic_math",
-]
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search"]
 RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
 
@@ -47,7 +33,8 @@ class WorkerConfig(Config):
     replies: list[str] = Field(default_factory=list)
     """For ``scripted``: the replies, in order (the last repeats)."""
     price: ModelPrice | None = None
-    """Token prices; when absent they come from the run's price catalog by ``model`` (and ``provider``)."""
+    """Token prices; when absent they come from the run's price catalog by ``model`` (and ``provider``). An
+    ``http`` model found in no catalog is an error; ``local`` and ``scripted`` ones are then free."""
     provider: str | None = None
     """genai-prices provider id for the price lookup (e.g. ``together``)."""
     description: str = ""
@@ -65,6 +52,24 @@ class WorkerConfig(Config):
     structured_outputs: Literal["none", "vllm"] = "none"
     """For ``http``: ``vllm`` when the server is vLLM ≥ 0.12, so an orchestrator served there generates its
     actions under the policy's grammar."""
+
+    def spec(self) -> HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec:
+        """The backend spec this worker describes, for the backend factory."""
+        if self.backend == "http":
+            return HttpBackendSpec(
+                model=self.model,
+                base_url=self.base_url or "",
+                api_key_env=self.api_key_env,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                max_concurrent=self.max_concurrent,
+                structured_outputs=self.structured_outputs,
+                price=self.price,
+                provider=self.provider,
+            )
+        if self.backend == "local":
+            return LocalBackendSpec(model=self.model, path=self.path, price=self.price)
+        return ScriptedBackendSpec(model=self.model, replies=self.replies, repeat_last=True, price=self.price)
 
     @model_validator(mode="after")
     def _backend_fields(self) -> Self:

@@ -8,16 +8,17 @@ from pathlib import Path
 
 from podium.backends.base import ChatBackend
 from podium.backends.embedded import EMBEDDED_MODEL
+from podium.backends.factory import backend_price, build_backend
 from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
+from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.pool.builtin import python_tool, symbolic_math_tool
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pricing import ModelPrice, PriceCatalog
 from podium.pool.registry import ToolRegistry
 from podium.pool.roles import RoleKit, role_tools
 from podium.pool.tool import Tool
-from podium.pool.workers import build_backend, model_tool, worker_price
+from podium.pool.workers import model_tool
 from podium.sandbox import Sandbox
 
 PSEUDONYM_ROLES = ("reasoner", "solver", "analyst", "expert", "thinker", "scholar", "planner", "checker")
@@ -31,9 +32,7 @@ class Pool:
     prices: PriceCatalog
     sandbox: Sandbox
     backends: dict[str, ChatBackend]
-    """Worker name → backend."""
-    worker_prices: dict[str, ModelPrice]
-    """Worker name → token prices."""
+    """Worker name → backend (each priced by the pool's catalog)."""
     labels: dict[str, str]
     """Worker name → the label the orchestrator sees (the name itself unless blind)."""
     registry: ToolRegistry = field(init=False)
@@ -46,17 +45,21 @@ class Pool:
     def workers(self) -> dict[str, WorkerConfig]:
         return {worker.name: worker for worker in self.config.workers}
 
-    def backend(self, label: str) -> ChatBackend:
-        """The backend behind a shown label."""
-        return self.backends[self._names_by_label()[label]]
-
     def relabelled(self, seed: int) -> "Pool":
         """The same pool under a fresh blind mapping (for a new episode); unchanged when not blind."""
         if not self.config.blind.enabled:
             return self
-        return Pool(
-            self.config, self.prices, self.sandbox, self.backends, self.worker_prices, blind_labels(self.config, seed)
-        )
+        return Pool(self.config, self.prices, self.sandbox, self.backends, blind_labels(self.config, seed))
+
+    def repriced(self, sheet: PriceCatalog) -> "Pool":
+        """The same pool (same backends, sandbox and labels) priced by ``sheet`` merged over its catalog: tools
+        and workers alike (ToolOrchestra's random price sheet per training instance)."""
+        catalog = self.prices.merged(sheet)
+        backends = {
+            worker.name: self.backends[worker.name].repriced(backend_price(worker.spec(), catalog))
+            for worker in self.config.workers
+        }
+        return Pool(self.config, catalog, self.sandbox, backends, self.labels)
 
     def table(self, tools: ToolRegistry | None = None, workers: Collection[str] | None = None) -> str:
         """The pool as a text table for the system prompt: names (or blind labels), descriptions, prices and
@@ -67,7 +70,7 @@ class Pool:
         for worker in self.config.workers:
             if self.labels[worker.name] not in shown:
                 continue
-            price = self.worker_prices[worker.name]
+            price = self.backends[worker.name].price
             lines.append(
                 f"| {self.labels[worker.name]} | model | {worker.description or 'a language model'} | "
                 f"${price.input_per_mtok:g}/${price.output_per_mtok:g} per 1M in/out tokens | "
@@ -94,13 +97,10 @@ class Pool:
     def admissible_pairs(self) -> dict[tuple[str, str], ModelPrice]:
         """Uno's admissible (worker label, primitive) pairs with their prices."""
         return {
-            (self.labels[worker.name], primitive): self.worker_prices[worker.name]
+            (self.labels[worker.name], primitive): self.backends[worker.name].price
             for worker in self.config.workers
             for primitive in worker.primitives
         }
-
-    def _names_by_label(self) -> dict[str, str]:
-        return {label: name for name, label in self.labels.items()}
 
     def _registry(self) -> ToolRegistry:
         config = self.config
@@ -120,7 +120,7 @@ class Pool:
         if config.workers_as_tools:
             for worker in config.workers:
                 backend = self.backends[worker.name]
-                registry.add(model_tool(self.labels[worker.name], worker, backend, self.worker_prices[worker.name]))
+                registry.add(model_tool(self.labels[worker.name], worker, backend))
         if config.roles:
             for tool in role_tools(self._role_kit(registry, basic), list(config.roles)):
                 registry.add(tool)
@@ -145,7 +145,6 @@ class Pool:
             search_tool=next((t for t in ("local_search", "web_search") if t in config.tools), None),
             ensemble_samples=config.ensemble_samples,
             timeout_s=slowest * (config.ensemble_samples + 2),
-            prices={self.labels[name]: price for name, price in self.worker_prices.items()},
             tool_usd_bounds={name: helpers.price_bound(name) for name in basic},
         )
 
@@ -168,14 +167,13 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
     catalog = PriceCatalog.for_run(config.prices)
     if prices is not None:
         catalog = catalog.merged(prices)
-    backends = {worker.name: build_backend(worker, catalog) for worker in config.workers}
-    worker_prices = {worker.name: worker_price(worker, catalog) for worker in config.workers}
+    backends = {worker.name: build_backend(worker.spec(), catalog) for worker in config.workers}
     labels = (
         blind_labels(config, config.blind.seed)
         if config.blind.enabled
         else {worker.name: worker.name for worker in config.workers}
     )
-    return Pool(config, catalog, Sandbox(config.sandbox), backends, worker_prices, labels)
+    return Pool(config, catalog, Sandbox(config.sandbox), backends, labels)
 
 
 def load_pool_config(path: str | Path) -> PoolConfig:

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from jsonschema.exceptions import best_match
 
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult, ToolSpec
-from podium.pool.pricing import PriceCatalog
-from podium.pool.tool import CostBound, Tool, ToolOutput, render_value
+from podium.costs.bounds import CostBound
+from podium.costs.prices import PriceCatalog
+from podium.pool.tool import Tool, ToolOutput, render_value
 
 DEFAULT_MAX_OBSERVATION_CHARS = 16_384
 """About ParaManager's 4,096-token max_tool_response_length at ~4 characters per token."""

@@ -10,10 +10,10 @@ from podium.backends.base import ChatBackend
 from podium.core.answers import extract_answer, majority
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.messages import Message
+from podium.costs.bounds import CostBound, generation_bound
 from podium.pool.context import current_episode
-from podium.pool.pricing import ModelPrice
-from podium.pool.tool import CostBound, Tool, ToolOutput
-from podium.pool.workers import ask, generation_bound
+from podium.pool.tool import Tool, ToolOutput
+from podium.pool.workers import ask
 
 REASONER_PROMPT = (
     "You are a careful problem solver. Think the problem through step by step, checking each step, using "
@@ -74,8 +74,6 @@ class RoleKit:
     """Samples ensemble_solver votes over."""
     timeout_s: float = 600.0
     """Time limit of one role call (several model calls and tools)."""
-    prices: dict[str, ModelPrice] = field(default_factory=dict)
-    """Worker label → token prices, for the cost bound checked before a role runs (free when absent)."""
     tool_usd_bounds: dict[str, float] = field(default_factory=dict)
     """Helper tool name → the most one call of it can cost (e.g. a paid search)."""
 
@@ -85,8 +83,7 @@ class RoleKit:
         """The most a role call can cost: ``generations`` full generations on the chosen worker with this
         prompt, plus ``calls`` calls of the ``helper`` tool."""
         label = arguments.get("model") or self.default_label
-        price = self.prices.get(label, ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0))
-        generation = generation_bound(price, prompt, self.max_tokens[label]) * generations
+        generation = generation_bound(self.backends[label].price, prompt, self.max_tokens[label]) * generations
         helper_usd = self.tool_usd_bounds.get(helper, 0.0) if helper is not None else 0.0
         return generation + CostBound(usd=calls * helper_usd)
 

@@ -18,6 +18,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, create_model
 
 from podium.core.calls import Status, ToolSpec
+from podium.costs.bounds import CostBound
 from podium.errors import ToolDefinitionError
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -46,26 +47,6 @@ class ToolOutput:
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class CostBound:
-    """The most a call can cost, estimated before it runs (budgets refuse calls that could overspend)."""
-
-    usd: float = 0.0
-    tokens: int = 0
-
-    def __add__(self, other: "CostBound") -> "CostBound":
-        return CostBound(self.usd + other.usd, self.tokens + other.tokens)
-
-    def __mul__(self, times: int) -> "CostBound":
-        return CostBound(self.usd * times, self.tokens * times)
-
-
-def estimate_tokens(text: str) -> int:
-    """A prompt's tokens estimated from its characters, on the high side: English runs about four characters per
-    token, so a third of the characters plus a per-request margin over-estimates ordinary prompts."""
-    return len(text) // 3 + 16
 
 
 @dataclass

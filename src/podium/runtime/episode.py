@@ -1,4 +1,4 @@
-"""One episode: the loop of orchestrator turns, dispatch, accounting and stopping."""
+"""One episode: the loop of orchestrator turns, the policy's actions, accounting and stopping."""
 
 import asyncio
 import time
@@ -6,24 +6,57 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from podium.backends.base import BackendError, ChatBackend
+from podium.backends.base import BackendError, ChatBackend, Generation
 from podium.core.answers import extract_answer
 from podium.core.budget import Budget, StopReason
-from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
+from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult
 from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, Turn
-from podium.policies import Action, ActionParseError, Answer, Calls, Plan, Policy, PoolView, Summarize
+from podium.costs.bounds import generation_bound
+from podium.costs.ledger import Ledger, Refused
+from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, refused
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
-from podium.pool.workers import generation_bound
 from podium.runtime.config import RunConfig
-from podium.runtime.dag import run_plan
-from podium.runtime.ledger import Ledger
 
 Respond = Callable[[str], Awaitable[str | None]]
 """A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
 ``None`` when the conversation is over."""
+
+
+class EpisodeDispatcher:
+    """The calls of one episode: each reserves its cost bound in the ledger, runs within the deadline and settles
+    its cost; the episode context (question, history) is set for the agent roles it runs."""
+
+    def __init__(self, episode: "Episode", registry: ToolRegistry, summarizer: ToolRegistry) -> None:
+        self.episode = episode
+        self.registry = registry
+        self.summarizer = summarizer
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        return await self._metered(call, self.registry)
+
+    async def calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        return list(await asyncio.gather(*(self.call(call) for call in calls)))
+
+    async def summarize(self, call: ToolCall) -> ToolResult:
+        return await self._metered(call, self.summarizer)
+
+    async def _metered(self, call: ToolCall, registry: ToolRegistry) -> ToolResult:
+        ledger = self.episode.ledger
+
+        async def run() -> ToolResult:
+            with self.episode.context():
+                try:
+                    return await asyncio.wait_for(registry.call(call), timeout=ledger.remaining_seconds())
+                except TimeoutError:
+                    return refused(call, Status.TIMEOUT, None, "stopped: the episode's deadline passed")
+
+        result = await ledger.metered(registry.cost_bound(call), run, lambda result: result.usage)
+        if isinstance(result, Refused):
+            return refused(call, Status.EXEC_ERR, Refusal.BUDGET, f"the call could exceed the budget ({result.reason})")
+        return result
 
 
 class Episode:
@@ -49,14 +82,12 @@ class Episode:
         self.orchestrator = orchestrator
         self.policy = policy
         self.view = view
-        self.registry = registry
-        self.summarizer = summarizer
+        self.dispatch = EpisodeDispatcher(self, registry, summarizer)
         self.config = config
         self.constrained = constrained
         self.respond = respond
         self.ledger = Ledger(budget)
         self.actions: list[Action] = []
-        self.observations: dict[int, str] = {}
         self.parse_errors = 0
         self.trajectory = Trajectory(
             question=question,
@@ -85,10 +116,10 @@ class Episode:
     async def _summarize_on_stop(self) -> None:
         wanted = self.config.summarize_on_stop
         if wanted is None:
-            wanted = self.policy.name == "parallel"
+            wanted = self.policy.summarize_on_stop
         if not wanted or self.trajectory.answer is not None or not self.trajectory.turns:
             return
-        (result,) = await self._dispatch_all(self.summarizer, [ToolCall(name="final_answer", id="on_stop")])
+        result = await self.dispatch.summarize(ToolCall(name="final_answer", id="on_stop"))
         self.trajectory.turns[-1].results.append(result)
         if result.ok:
             self.trajectory.answer = extract_answer(str(result.value))
@@ -98,14 +129,13 @@ class Episode:
         generated = await self._generate()
         if isinstance(generated, StopReason):
             return generated
-        text, usage, cut_off = generated
-        turn = Turn(index=len(self.trajectory.turns), output=text, usage=usage)
+        turn = Turn(index=len(self.trajectory.turns), output=generated.text, usage=_usage(generated))
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
-        self._say("assistant", text)
+        self._say("assistant", generated.text)
         try:
-            action = self.policy.parse(text, self.view, self.actions)
-            if cut_off and isinstance(action, Answer):
+            action = self.policy.parse(generated.text, self.view, self.actions)
+            if generated.finish_reason == "length" and isinstance(action, Answer):
                 limit = self.config.max_tokens
                 raise ActionParseError(f"the output was cut off at max_tokens={limit} before it finished; be brief")
         except ActionParseError as error:
@@ -120,95 +150,47 @@ class Episode:
         return stop
 
     async def _act(self, action: Action, turn: Turn) -> StopReason | None:
-        if isinstance(action, Answer):
-            self.trajectory.answer = action.text
+        limit = self.ledger.budget.max_calls_per_round or self.policy.max_calls_per_round
+        outcome = await self.policy.execute(action, self.dispatch, self.trajectory.turns[:-1], limit)
+        turn.results.extend(outcome.results)
+        if outcome.answer is not None:
+            self.trajectory.answer = outcome.answer
             if self.respond is None:
                 return StopReason.ANSWER
-            reply = await self.respond(action.text)
+            reply = await self.respond(outcome.answer)
             if reply is None:
                 return StopReason.ENV_DONE
             self._say("user", reply)
             return None
-        if isinstance(action, Summarize):
-            results = await self._dispatch_all(self.summarizer, [action.call])
-            turn.results.extend(results)
-            if results[0].ok:
-                self.trajectory.answer = extract_answer(str(results[0].value))
-                return StopReason.ANSWER
-        elif isinstance(action, Calls):
-            turn.results.extend(await self._dispatch_round(action))
-        elif isinstance(action, Plan):
-            with self._context():
-                results = await run_plan(action, self.registry, self._dispatch_one, self.observations)
-            for subtask, result in zip(action.subtasks, results, strict=True):
-                self.observations[subtask.id] = result.observation or result.reason or ""
-            turn.results.extend(results)
         self._say("user", self.policy.observation(turn.results, self.ledger.remaining_text()))
         return None
 
-    async def _generate(self) -> tuple[str, CallUsage, bool] | StopReason:
-        """The orchestrator's next output, its usage and whether it was cut off at max_tokens."""
+    async def _generate(self) -> Generation | StopReason:
+        """The orchestrator's next output, generated under the budget and the deadline."""
         prompt = "".join(message.content for message in self.trajectory.messages)
-        bound = generation_bound(self.orchestrator.price, prompt, self.config.max_tokens)
-        refused = self.ledger.refusal(bound)
-        if refused is not None:
-            return refused
         options: dict[str, Any] = {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature}
         if self.constrained:
             options["regex"] = self.policy.grammar(self.view, self.actions)
-        started = time.perf_counter()
-        try:
-            generation = await asyncio.wait_for(
-                self.orchestrator.generate(list(self.trajectory.messages), **options),
-                timeout=self.ledger.remaining_seconds(),
+
+        async def generate() -> Generation:
+            messages = list(self.trajectory.messages)
+            return await asyncio.wait_for(
+                self.orchestrator.generate(messages, **options), timeout=self.ledger.remaining_seconds()
             )
+
+        bound = generation_bound(self.orchestrator.price, prompt, self.config.max_tokens)
+        try:
+            generated = await self.ledger.metered(bound, generate, _usage)
         except TimeoutError:
             return StopReason.DEADLINE
         except BackendError as error:
             self.trajectory.metadata["error"] = f"orchestrator backend failed: {error}"
             return StopReason.ERROR
-        usage = CallUsage(
-            input_tokens=generation.input_tokens,
-            output_tokens=generation.output_tokens,
-            usd=generation.usd,
-            latency_s=generation.latency_s or time.perf_counter() - started,
-        )
-        self.ledger.charge(usage)
-        return generation.text, usage, generation.finish_reason == "length"
-
-    async def _dispatch_round(self, action: Calls) -> list[ToolResult]:
-        limit = self.ledger.budget.max_calls_per_round or len(action.calls)
-        results = await self._dispatch_all(self.registry, action.calls[:limit])
-        for call in action.calls[limit:]:
-            results.append(_refused(call, Status.PARSE_ERR, f"not run: at most {limit} call(s) per turn"))
-        for index, invalid in enumerate(action.invalid):
-            call = ToolCall(name="(unreadable)", arguments=invalid.text, id=f"invalid_{index}")
-            results.append(_refused(call, Status.PARSE_ERR, invalid.reason))
-        return results
-
-    async def _dispatch_all(self, registry: ToolRegistry, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        with self._context():
-            return list(await asyncio.gather(*(self._dispatch_one(call, registry) for call in calls)))
-
-    async def _dispatch_one(self, call: ToolCall, registry: ToolRegistry | None = None) -> ToolResult:
-        """Run one call if its cost bound fits the budget left, within the episode deadline."""
-        registry = registry or self.registry
-        bound = registry.cost_bound(call)
-        refused = self.ledger.refusal(bound)
-        if refused is not None:
-            reason = f"not run: the call could exceed the budget ({self.ledger.describe(bound)})"
-            return _refused(call, Status.EXEC_ERR, reason)
-        self.ledger.reserve(bound)
-        try:
-            result = await asyncio.wait_for(registry.call(call), timeout=self.ledger.remaining_seconds())
-        except TimeoutError:
-            result = _refused(call, Status.TIMEOUT, "stopped: the episode's deadline passed")
-        self.ledger.settle(bound, result.usage)
-        return result
+        return generated.limit if isinstance(generated, Refused) else generated
 
     @contextmanager
-    def _context(self) -> Iterator[None]:
-        """Sets :data:`current_episode` for the calls of a round (tasks copy it), restored afterwards."""
+    def context(self) -> Iterator[None]:
+        """Sets :data:`current_episode` for a call (tasks copy it), restored afterwards."""
         history = "\n\n".join(f"[{m.role}]\n{m.content}" for m in self.trajectory.messages[1:])
         token = current_episode.set(EpisodeContext(question=self.question, history=history))
         try:
@@ -226,5 +208,10 @@ class Episode:
         return self.trajectory
 
 
-def _refused(call: ToolCall, status: Status, reason: str) -> ToolResult:
-    return ToolResult(call=call, status=status, reason=reason, observation=reason)
+def _usage(generation: Generation) -> CallUsage:
+    return CallUsage(
+        input_tokens=generation.input_tokens,
+        output_tokens=generation.output_tokens,
+        usd=generation.usd,
+        latency_s=generation.latency_s,
+    )

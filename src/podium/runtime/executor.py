@@ -124,12 +124,7 @@ class Executor:
         config = pool.config
         name = self.config.summarizer or config.role_worker or config.workers[0].name
         worker = pool.workers[name]
-        tool = summarizer_tool(
-            pool.backends[name],
-            pool.worker_prices[name],
-            worker.max_tokens,
-            worker.timeout_s * (worker.max_retries + 1),
-        )
+        tool = summarizer_tool(pool.backends[name], worker.max_tokens, worker.timeout_s * (worker.max_retries + 1))
         return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
 
     def _constrained(self, view: PoolView) -> bool:
@@ -137,7 +132,7 @@ class Executor:
         mode = self.config.constrained
         if mode == "never":
             return False
-        if not getattr(self.orchestrator, "supports_regex", False):
+        if not self.orchestrator.supports_regex:
             if mode == "always":
                 raise ConfigError(
                     f"constrained: 'always', but the orchestrator backend '{self.orchestrator.model}' cannot "

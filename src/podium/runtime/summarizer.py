@@ -3,11 +3,11 @@ answer."""
 
 from podium.backends.base import ChatBackend
 from podium.core.messages import Message
+from podium.costs.bounds import generation_bound
 from podium.policies.parallel import FINAL_ANSWER
 from podium.pool.context import current_episode
-from podium.pool.pricing import ModelPrice
 from podium.pool.tool import Tool, ToolOutput
-from podium.pool.workers import ask, generation_bound
+from podium.pool.workers import ask
 
 SUMMARIZER_PROMPT = (
     "You write the final answer to a user's question from the work of a team of agents and tools. Read the "
@@ -25,7 +25,7 @@ def _request() -> str:
     )
 
 
-def summarizer_tool(backend: ChatBackend, price: ModelPrice, max_tokens: int, timeout_s: float) -> Tool:
+def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> Tool:
     """The ``final_answer`` tool, backed by ``backend``."""
 
     async def run() -> ToolOutput:
@@ -38,5 +38,5 @@ def summarizer_tool(backend: ChatBackend, price: ModelPrice, max_tokens: int, ti
         FINAL_ANSWER.parameters,
         run,
         timeout_s=timeout_s,
-        cost_bound=lambda _arguments: generation_bound(price, SUMMARIZER_PROMPT + _request(), max_tokens),
+        cost_bound=lambda _arguments: generation_bound(backend.price, SUMMARIZER_PROMPT + _request(), max_tokens),
     )

@@ -123,8 +123,7 @@ class RolloutConfig(Config):
     """ToolOrchestra knob: price files (PriceCatalog YAML/JSON); each instance draws one and prices by it."""
     constrained: bool = False
     """Grammar-constrained actions during rollouts. Off by default: the constraint reshapes the sampling
-    distribution, while the GRPO ratio and KL are computed for the unconstrained policy. (With ``price_sheets``
-    the orchestrator is wrapped to be repriced and is no longer seen as able to constrain.) Blind labels need no
+    distribution, while the GRPO ratio and KL are computed for the unconstrained policy. Blind labels need no
     switch here: with ``blind.enabled`` in the pool, each group's instance seed draws a fresh mapping."""
 
 

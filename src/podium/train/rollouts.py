@@ -3,24 +3,21 @@ being trained, with ToolOrchestra's per-instance knobs (random tool subset, rand
 injectable: anything that maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
 
 import asyncio
-import dataclasses
 import inspect
 import random
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
-from podium.backends.base import ChatBackend
+from podium.backends.base import FREE, ChatBackend
 from podium.backends.embedded import EMBEDDED_MODEL
-from podium.backends.http import HttpBackend, HttpBackendConfig
+from podium.backends.factory import HttpBackendSpec, build_backend
 from podium.backends.local import LocalBackend, LocalBackendConfig
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
+from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
-from podium.evaluate.system_config import PricedBackend
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import Pool, build_pool, load_pool_config
-from podium.pool.pricing import ModelPrice, PriceCatalog
-from podium.pool.workers import worker_price
 from podium.runtime import Executor, RunConfig
 from podium.train.config import RolloutConfig
 
@@ -64,18 +61,12 @@ def rollout_pool(config: RolloutConfig) -> Pool:
     return build_pool(load_pool_config(config.pool) if config.pool else default_pool_config())
 
 
-def repriced(pool: Pool, sheet: PriceCatalog) -> Pool:
-    """The same pool (same backends and sandbox) priced by ``sheet`` merged over its own catalog."""
-    catalog = pool.prices.merged(sheet)
-    prices = {worker.name: worker_price(worker, catalog) for worker in pool.config.workers}
-    return dataclasses.replace(pool, prices=catalog, worker_prices=prices)
-
-
 def policy_backend(config: RolloutConfig, model: Any, tokenizer: Any, name: str, served_model: str) -> ChatBackend:
     """The orchestrator's backend: the live in-memory model, or the vLLM server the trainer keeps in sync."""
     if config.backend == "local":
         return LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model=name))
-    return HttpBackend(HttpBackendConfig(model=served_model, base_url=config.vllm_base_url.rstrip("/") + "/v1"))
+    spec = HttpBackendSpec(model=served_model, base_url=config.vllm_base_url.rstrip("/") + "/v1", price=FREE)
+    return build_backend(spec)
 
 
 class ExecutorRollouts:
@@ -113,9 +104,8 @@ class ExecutorRollouts:
             raise ConfigError("no orchestrator backend: give one to ExecutorRollouts or to the call")
         if self.price_sheets:
             sheet = rng.choice(self.price_sheets)
-            pool = repriced(pool, sheet)
-            own = sheet.models.get(orchestrator.model, ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0))
-            orchestrator = PricedBackend(orchestrator, own)
+            pool = pool.repriced(sheet)
+            orchestrator = orchestrator.repriced(sheet.models.get(orchestrator.model, FREE))
         allow = self.allowed
         if self.config.tool_subset:
             names = sorted(self.allowed if self.allowed is not None else pool.registry.names())

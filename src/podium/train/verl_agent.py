@@ -6,8 +6,7 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 
-from podium.backends.base import BackendError, Generation
-from podium.core.messages import Message
+from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.evaluate.benchmarks import BenchmarkItem
 from podium.train.config import GRPOConfig
 from podium.train.rollouts import ExecutorRollouts
@@ -16,42 +15,32 @@ from podium.train.scoring import RewardScorer, task_preference
 from podium.train.verl import agent_output, sample_reward
 
 
-class VerlServerBackend:
+class VerlServerBackend(ChatBackend):
     """A chat backend over verl's server manager: token-in/token-out generation with the weights verl trains.
     One instance per rollout, so every turn of an episode goes to the same server (prefix caching)."""
 
-    supports_regex = False
-
     def __init__(self, server_manager: Any, tokenizer: Any, sampling_params: dict[str, Any], model: str) -> None:
+        super().__init__(model)
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.sampling_params = sampling_params
-        self.model = model
         self.request_id = uuid4().hex
 
-    async def generate(
-        self,
-        messages: list[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        stop: list[str] | None = None,
-        json_schema: dict[str, Any] | None = None,
-        regex: str | None = None,
-    ) -> Generation:
-        if json_schema is not None or regex is not None:
+    async def _complete(self, request: GenerationRequest) -> Completion:
+        if request.json_schema is not None:
             raise BackendError("verl rollouts are not grammar-constrained")
-        prompt = self.tokenizer.apply_chat_template(chat_dicts(messages), add_generation_prompt=True, tokenize=True)
+        chat = chat_dicts(request.messages)
+        prompt = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
         output = await self.server_manager.generate(
             request_id=self.request_id,
             prompt_ids=prompt,
-            sampling_params={**self.sampling_params, "max_tokens": max_tokens},
+            sampling_params={**self.sampling_params, "max_tokens": request.max_tokens},
         )
         tokens = list(getattr(output, "token_ids", output))  # newer verl returns a TokenOutput, older a list
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-        for marker in stop or []:
+        for marker in request.stop:
             text = text.split(marker, 1)[0]
-        return Generation(text=text, model=self.model, input_tokens=len(prompt), output_tokens=len(tokens))
+        return Completion(text, len(prompt), len(tokens))
 
 
 class PodiumAgentLoop(AgentLoopBase):

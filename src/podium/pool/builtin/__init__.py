@@ -1,8 +1,8 @@
 """Podium's basic tools."""
 
+from podium.costs.prices import PriceCatalog
 from podium.pool.builtin.python_tool import python_tool
 from podium.pool.builtin.symbolic_math import symbolic_math_tool
-from podium.pool.pricing import PriceCatalog
 from podium.pool.registry import ToolRegistry
 from podium.sandbox import Sandbox
 

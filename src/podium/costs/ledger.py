@@ -1,14 +1,28 @@
-"""What an episode has spent and reserved, so that concurrent calls never jointly cross the budget."""
+"""The budget ledger of an episode: the one place where a generation or call reserves its cost bound, runs,
+and settles what it actually cost, so that concurrent work never jointly crosses the budget."""
 
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from podium.core.budget import Budget, Spend, StopReason
 from podium.core.calls import CallUsage
-from podium.pool.tool import CostBound
+from podium.costs.bounds import CostBound
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Work the ledger would not start: the limit it could cross, and why, in numbers."""
+
+    limit: StopReason
+    reason: str
 
 
 class Ledger:
-    """Spend of one episode, plus the cost bounds of calls in flight."""
+    """Spend of one episode, plus the cost bounds of work in flight."""
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
@@ -19,6 +33,7 @@ class Ledger:
         self.reserved = CostBound()
 
     def spend(self) -> Spend:
+        """What has been spent so far (work in flight not included)."""
         return Spend(turns=self.turns, tokens=self.tokens, usd=self.usd, seconds=self.elapsed())
 
     def elapsed(self) -> float:
@@ -30,8 +45,28 @@ class Ledger:
             return None
         return max(0.0, self.budget.max_seconds - self.elapsed())
 
-    def refusal(self, bound: CostBound) -> StopReason | None:
-        """Which limit a further cost of at most ``bound`` could cross, counting calls in flight."""
+    async def metered(
+        self, bound: CostBound, work: Callable[[], Awaitable[T]], usage: Callable[[T], CallUsage]
+    ) -> T | Refused:
+        """Run ``work`` if a cost of at most ``bound`` fits what is left (counting work in flight), holding the
+        bound while it runs and then charging the ``usage`` of its result."""
+        limit = self._limit_crossed(bound)
+        if limit is not None:
+            return Refused(limit, self._describe(bound))
+        self.reserved = self.reserved + bound
+        try:
+            result = await work()
+        finally:
+            self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
+        self.charge(usage(result))
+        return result
+
+    def charge(self, usage: CallUsage) -> None:
+        """Add what a generation or call cost."""
+        self.usd += usage.usd
+        self.tokens += usage.tokens
+
+    def _limit_crossed(self, bound: CostBound) -> StopReason | None:
         spend = self.spend()
         if not self.budget.affords(spend, usd=self.reserved.usd + bound.usd):
             return StopReason.MAX_USD
@@ -39,20 +74,7 @@ class Ledger:
             return StopReason.MAX_TOKENS
         return None
 
-    def reserve(self, bound: CostBound) -> None:
-        self.reserved = self.reserved + bound
-
-    def settle(self, bound: CostBound, usage: CallUsage) -> None:
-        """Release a reservation and charge what the call actually cost."""
-        self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
-        self.charge(usage)
-
-    def charge(self, usage: CallUsage) -> None:
-        self.usd += usage.usd
-        self.tokens += usage.tokens
-
-    def describe(self, bound: CostBound) -> str:
-        """Why a call with this bound was refused, in numbers."""
+    def _describe(self, bound: CostBound) -> str:
         spend = self.spend()
         parts = []
         if self.budget.max_usd is not None:

@@ -67,7 +67,7 @@ class PriceCatalog(Config):
     @classmethod
     def default(cls) -> "PriceCatalog":
         """Podium's bundled sheet (tool prices, cost units, local models)."""
-        return cls.from_file(files("podium") / "data" / "prices.yaml")
+        return cls.from_file(files("podium.costs") / "prices.yaml")
 
     @classmethod
     def for_run(cls, override: str | Path | None = None) -> "PriceCatalog":

@@ -1,0 +1,83 @@
+"""The one backend factory: a backend spec (a config with a ``kind``) and a price catalog give a backend.
+
+Pools, system configs and training configs all describe models with these specs and build them here.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from podium.backends.base import FREE, ChatBackend
+from podium.backends.http import HttpBackend, HttpBackendConfig
+from podium.backends.local import LocalBackend, LocalBackendConfig
+from podium.backends.scripted import ScriptedBackend
+from podium.config import Config
+from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.errors import ConfigError, UnknownPriceError
+
+
+class HttpBackendSpec(HttpBackendConfig):
+    """An OpenAI-compatible endpoint (every field of ``HttpBackendConfig``) and its price."""
+
+    kind: Literal["http"] = "http"
+    """Selects this backend type."""
+    price: ModelPrice | None = None
+    """Token prices; when absent the model is looked up in the run's price catalog and genai-prices, and a model
+    found in neither is an error (give ``price: {input_per_mtok: 0, output_per_mtok: 0}`` for a free server)."""
+    provider: str | None = None
+    """genai-prices provider id for the price lookup (e.g. ``together``)."""
+
+
+class LocalBackendSpec(LocalBackendConfig):
+    """A model run in this process (every field of ``LocalBackendConfig``; no path means embedded SmolLM2)."""
+
+    kind: Literal["local"] = "local"
+    """Selects this backend type."""
+    price: ModelPrice | None = None
+    """Token prices; when absent the catalog's entry for ``model``, else free (no provider bills local tokens)."""
+
+
+class ScriptedBackendSpec(Config):
+    """Replayed replies, for tests and demos."""
+
+    kind: Literal["scripted"] = "scripted"
+    """Selects this backend type."""
+    model: str = "scripted"
+    """Name in records."""
+    replies: list[str] = Field(min_length=1)
+    """Replies in request order."""
+    repeat_last: bool = True
+    """Keep answering with the last reply once the list is used up."""
+    price: ModelPrice | None = None
+    """Token prices (tokens are counted as words), so cost accounting and the USD cap can be exercised; when
+    absent the catalog's entry for ``model``, else free."""
+
+
+BackendSpec = Annotated[HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, Field(discriminator="kind")]
+"""Any backend, selected by its ``kind``."""
+
+
+def backend_price(spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, catalog: PriceCatalog) -> ModelPrice:
+    """The spec's own price, else the catalog's. A served (``http``) model with no price anywhere is an error,
+    never silently free; local and scripted models are free unless priced."""
+    if spec.price is not None:
+        return spec.price
+    provider = spec.provider if isinstance(spec, HttpBackendSpec) else None
+    try:
+        return catalog.model_price(spec.model, provider)
+    except UnknownPriceError as error:
+        if isinstance(spec, HttpBackendSpec):
+            raise ConfigError(f"backend {spec.model}: {error}; or set 'price:' on the backend") from error
+        return FREE
+
+
+def build_backend(
+    spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, catalog: PriceCatalog | None = None
+) -> ChatBackend:
+    """The backend ``spec`` describes, priced from ``catalog`` (default: Podium's sheet) when it has no price."""
+    price = backend_price(spec, catalog or PriceCatalog.default())
+    if isinstance(spec, ScriptedBackendSpec):
+        return ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last, price=price)
+    if isinstance(spec, LocalBackendSpec):
+        return LocalBackend(LocalBackendConfig(**spec.model_dump(exclude={"kind", "price"})), price)
+    return HttpBackend(HttpBackendConfig(**spec.model_dump(exclude={"kind", "price", "provider"})), price)
