@@ -16,7 +16,7 @@ import httpx
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.backends.scripted import ScriptedBackend
 from podium.core import Message
-from podium.serve import serving_in_thread
+from podium.serve.model_server import serving_in_thread
 
 PROMPT = [Message(role="user", content="ping")]
 

@@ -17,17 +17,12 @@ import time
 import zipfile
 from pathlib import Path
 
+from podium.benchmarks.items import AssertTests, HumanEvalTests
 from podium.envs.domain import load_domain
 from podium.envs.evaluation import replay
-from podium.evaluate.verifiers import (
-    AssertTests,
-    CodeVerifier,
-    HumanEvalTests,
-    MultipleChoiceVerifier,
-    QAVerifier,
-    exact_match,
-    math_equivalent,
-)
+from podium.graders.code import CodeVerifier
+from podium.graders.math import math_equivalent
+from podium.graders.text import MultipleChoiceVerifier, QAVerifier, exact_match
 from podium.sandbox import Sandbox
 
 GPQA_PASSWORD = b"deserted-untie-orchid"  # published by the GPQA authors in their README

@@ -3,7 +3,7 @@
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
 from podium.core.trajectory import Trajectory, Turn
 from podium.evaluate.runner import EvalRecord
-from podium.evaluate.verdict import Verdict
+from podium.graders.verdict import Verdict
 
 
 def tool_result(name: str, status: Status = Status.OK, *, usd: float = 0.0, latency_s: float = 0.5) -> ToolResult:

@@ -14,10 +14,11 @@ from typing import Literal
 
 import typer
 
+from podium.benchmarks.items import BenchmarkItem
+from podium.cli.eval import eval_command, report_command
+from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage
 from podium.core.trajectory import Trajectory, Turn
-from podium.evaluate.benchmarks import BenchmarkItem, VerifierKind
-from podium.evaluate.cli import eval_command, report_command
 from podium.evaluate.system_config import SystemConfig, register_system
 
 

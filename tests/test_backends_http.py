@@ -9,7 +9,7 @@ from podium.backends import BackendError, ScriptedBackend
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.core import Message, Status
 from podium.costs.prices import ModelPrice
-from podium.serve import serving_in_thread as serving
+from podium.serve.model_server import serving_in_thread as serving
 
 from .servers import FaultServer
 

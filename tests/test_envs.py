@@ -8,14 +8,14 @@ import pytest
 from typer.testing import CliRunner
 
 from podium.backends.scripted import ScriptedBackend
+from podium.cli.env import app as env_app
 from podium.core import CallUsage, Message, Status, ToolCall, Trajectory, Turn
 from podium.envs import ActionKind, Toolkit, action, data_dir, load_domain, register_domain
-from podium.envs.cli import env_app
 from podium.envs.domain import Action, UserScenario
 from podium.envs.evaluation import judge_actions, missing_information, replay
 from podium.envs.toolkit import ToolError, evaluate_arithmetic
 from podium.envs.user_simulator import STOP_TOKEN, UserSimulator, converse, scenario_prompt
-from podium.evaluate.environment import EnvironmentVerifier
+from podium.graders.environment import EnvironmentVerifier
 
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
 PYTHON_ERROR = re.compile(r"^\w+: [A-Z]\w*(Error|Exception): ")

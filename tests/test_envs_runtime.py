@@ -9,17 +9,17 @@ from typer.testing import CliRunner
 
 from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.scripted import ScriptedBackend
+from podium.cli.env import app as env_app
 from podium.core.budget import StopReason
 from podium.core.calls import Refusal, Status, ToolCall, ToolResult
 from podium.core.trajectory import Trajectory, Turn
 from podium.costs.prices import ModelPrice
 from podium.envs import data_dir, load_domain
-from podium.envs.cli import env_app
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.evaluation import judge_trajectory, replay, trajectory_episode
 from podium.envs.user_simulator import DEFAULT_GREETING, STOP_TOKEN
 from podium.errors import ConfigError
-from podium.evaluate.environment import EnvironmentVerifier
+from podium.graders.environment import EnvironmentVerifier
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool, embedded_pool_config
 from podium.runtime import RunConfig

@@ -5,10 +5,8 @@ import random
 
 import pytest
 
-from podium.core.answers import last_boxed
-from podium.errors import MissingExtraError
-from podium.evaluate.answers import extract_answer, vote_key
-from podium.evaluate.benchmarks import (
+from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.benchmarks.loaders import (
     BENCHMARKS,
     BenchmarkError,
     get_benchmark,
@@ -17,7 +15,8 @@ from podium.evaluate.benchmarks import (
     gsm8k_gold,
     shared_data_dir,
 )
-from podium.evaluate.code_tests import AssertTests, HumanEvalTests
+from podium.core.answers import extract_answer, last_boxed, vote_key
+from podium.errors import MissingExtraError
 
 pytestmark = pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from podium.evaluate.benchmarks import shared_data_dir
+from podium.benchmarks.loaders import shared_data_dir
 from podium.evaluate.runner import RESULTS_FILE
 
 from .eval_runner import oracle_knows

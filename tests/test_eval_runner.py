@@ -6,13 +6,13 @@ import json
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
+from podium.benchmarks.loaders import get_benchmark, shared_data_dir
 from podium.core.trajectory import Trajectory
 from podium.envs import load_domain
-from podium.evaluate.benchmarks import get_benchmark, shared_data_dir
-from podium.evaluate.grading import Grader
 from podium.evaluate.metrics import run_metrics
 from podium.evaluate.runner import RESULTS_FILE, EvalError, load_run, read_results, run_eval
 from podium.evaluate.systems import ModelCaller, SingleModelSystem
+from podium.graders.grader import Grader
 from podium.sandbox import SandboxConfig
 
 from .eval_runner import OracleSystem, oracle_knows

@@ -11,12 +11,13 @@ from typer.testing import CliRunner
 from podium.backends.embedded import embedded_model_dir
 from podium.backends.local import LocalBackend
 from podium.backends.scripted import ScriptedBackend
+from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import Benchmark, get_benchmark
 from podium.cli import app
+from podium.core.answers import ANSWER_INSTRUCTIONS
 from podium.core.budget import StopReason
 from podium.envs import data_dir, load_domain
 from podium.errors import ConfigError
-from podium.evaluate.answers import ANSWER_INSTRUCTIONS
-from podium.evaluate.benchmarks import Benchmark, BenchmarkItem, get_benchmark
 from podium.evaluate.runner import EvalError, load_run, run_eval
 from podium.evaluate.runtime_systems import RuntimeSystem, SystemRunError
 from podium.evaluate.system_config import build_system, load_system_config, system_config_from_dict

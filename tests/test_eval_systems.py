@@ -6,8 +6,8 @@ import pytest
 
 from podium.backends.base import BackendError
 from podium.backends.scripted import ScriptedBackend
+from podium.benchmarks.items import BenchmarkItem
 from podium.errors import ConfigError
-from podium.evaluate.benchmarks import BenchmarkItem
 from podium.evaluate.system_config import (
     build_system,
     load_system_config,

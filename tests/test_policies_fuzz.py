@@ -4,7 +4,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podium.core.calls import ToolSpec
-from podium.policies import ActionParseError, Answer, Calls, DagPolicy, ParallelPolicy, Plan, PoolView, SerialPolicy
+from podium.policies import (
+    ActionParseError,
+    Answer,
+    Calls,
+    DagPolicy,
+    ParallelPolicy,
+    Plan,
+    PoolView,
+    SerialPolicy,
+    Summarize,
+)
 from podium.policies.base import Route, Subtask
 
 VIEW = PoolView(
@@ -31,6 +41,8 @@ FRAGMENTS = [
 grammar_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=8), max_size=30).map("".join)
 any_text = st.text(max_size=400) | grammar_text
 POLICIES = [SerialPolicy(), ParallelPolicy(), DagPolicy()]
+ACTIONS = {"serial": Answer | Calls, "parallel": Calls | Summarize, "dag": Answer | Plan}
+"""The actions each policy may produce."""
 
 
 def parse_all(text: str, previous: list) -> None:
@@ -40,7 +52,7 @@ def parse_all(text: str, previous: list) -> None:
         except ActionParseError as error:
             assert str(error), "an error must say what was wrong"
             continue
-        assert isinstance(action, Answer | Calls | Plan) or policy.name == "parallel"
+        assert isinstance(action, ACTIONS[policy.name]), (policy.name, action)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

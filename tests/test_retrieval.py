@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from podium.cli.index import app as index_app
 from podium.errors import ConfigError, MissingExtraError
-from podium.retrieval.cli import index_app
 from podium.retrieval.corpus import Passage, chunk_passage, read_corpus, write_corpus
 from podium.retrieval.errors import CorpusError, IndexLoadError
 from podium.retrieval.hotpot import LICENSE, build_hotpot_index, hotpot_passages, hotpot_questions

@@ -181,7 +181,9 @@ def test_calls_run_concurrently():
 
     async def scenario():
         registry = ToolRegistry([tool(rendezvous, timeout_s=5)])
-        return await registry.call_all([ToolCall(name="rendezvous", arguments={"index": i}) for i in range(count)])
+        return await call_concurrently(
+            registry, [ToolCall(name="rendezvous", arguments={"index": i}) for i in range(count)]
+        )
 
     results = run(scenario())
     assert [r.status for r in results] == [Status.OK] * count
@@ -204,8 +206,9 @@ def test_sync_functions_do_not_block_the_event_loop():
         return index
 
     results = run(
-        ToolRegistry([wait_for_others]).call_all(
-            [ToolCall(name="wait_for_others", arguments={"index": i}) for i in range(3)]
+        call_concurrently(
+            ToolRegistry([wait_for_others]),
+            [ToolCall(name="wait_for_others", arguments={"index": i}) for i in range(3)],
         )
     )
     assert [r.status for r in results] == [Status.OK] * 3
@@ -308,3 +311,8 @@ def test_subset_applies_allow_and_deny_lists():
         registry.subset(allow=["missing"])
     with pytest.raises(ValueError, match="already registered"):
         registry.add(add)
+
+
+async def call_concurrently(registry, calls):
+    """Every call at once, results in order (as the runtime dispatches a round)."""
+    return list(await asyncio.gather(*(registry.call(call) for call in calls)))

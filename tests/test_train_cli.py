@@ -12,8 +12,8 @@ pytest.importorskip("trl")
 import yaml
 from typer.testing import CliRunner
 
+from podium.cli.train import app as train_app
 from podium.core.trajectory import write_trajectories
-from podium.train.cli import train_app
 from podium.train.config import GRPOConfig, SFTConfig
 from tests.test_train_support import arithmetic_trajectory, tiny_model, tiny_tokenizer
 

@@ -12,14 +12,15 @@ pytest.importorskip("trl")
 import torch
 from transformers import AutoModelForCausalLM
 
+from podium.benchmarks.items import BenchmarkItem
 from podium.core.calls import Status
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn
-from podium.evaluate.benchmarks import BenchmarkItem
+from podium.rewards.shaping import turn_shaping
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
-from podium.train.grpo import batch_advantages, rollout_sample, run_grpo
+from podium.train.grpo import batch_plan, rollout_sample, run_grpo
 from podium.train.samples import NO_TURN, ChatFormat, TrainingDataError, single_sample
-from podium.train.scoring import RewardScorer, Scored, group_result, turn_shaping
+from podium.train.scoring import RewardScorer, Scored, group_result
 from podium.train.tasks import load_tasks
 from tests.test_train_support import arithmetic_trajectory, tiny_model, tiny_tokenizer, tool_turn
 
@@ -80,20 +81,20 @@ def test_advantages_reach_policy_tokens_only() -> None:
     group = [scored(1.0), scored(0.0), scored(0.0), scored(1.0, well_formed=False)]
     samples = [single_sample(item.trajectory, chat) for item in group]
     turn_ids = [sample.turns[sample.prompt_length :] for sample in samples]
-    completion_mask = torch.ones((4, len(turn_ids[0])), dtype=torch.long)
-    for mode in ("trajectory", "turn"):
+    for mode in ("turn", "mt_grpo"):
         config = GRPOConfig(tasks="t.jsonl", output_dir="o", group_size=4, batch_size=4, advantage=mode)
-        advantages, mask, dropped = batch_advantages(group, turn_ids, completion_mask, config)
-        assert dropped == 0.0
+        plan = batch_plan(group, turn_ids, config)
+        assert plan.groups_dropped == 0.0 and plan.rewards == [1.0, 0.0, 0.0, None]
+        advantages, mask = torch.tensor(plan.advantages), torch.tensor(plan.masks)
         policy = torch.tensor([[turn != NO_TURN for turn in row] for row in turn_ids])
         assert torch.equal(mask[:3].bool(), policy[:3])  # observations, prompts and template tokens are out
         assert not mask[3].any() and not advantages[3].any()  # the malformed rollout is dropped
         assert (advantages[0][policy[0]] > 0).all() and (advantages[1][policy[1]] < 0).all()
         first, second = (advantages[0][torch.tensor(turn_ids[0]) == turn] for turn in (0, 1))
         assert (first.unique().numel(), second.unique().numel()) == (1, 1)
-    homogeneous = [scored(1.0)] * 4
-    _, mask, dropped = batch_advantages(homogeneous, turn_ids, completion_mask, config)
-    assert dropped == 1.0 and not mask.any()
+    homogeneous = batch_plan([scored(1.0)] * 4, turn_ids, config)
+    assert homogeneous.groups_dropped == 1.0 and not any(map(any, homogeneous.masks))
+    assert homogeneous.rewards == [None] * 4
 
 
 def test_tasks_file_errors_name_the_line(tmp_path) -> None:

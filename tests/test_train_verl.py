@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import yaml
 from typer.testing import CliRunner
 
+from podium.benchmarks.items import BenchmarkItem
+from podium.cli.train import app as train_app
 from podium.errors import ConfigError
-from podium.evaluate.benchmarks import BenchmarkItem
-from podium.train.cli import train_app
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
 from podium.train.samples import ChatFormat, single_sample
 from podium.train.scoring import RewardScorer

@@ -7,21 +7,12 @@ from pathlib import Path
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.evaluate.verifiers import (
-    AssertTests,
-    CodeVerifier,
-    HumanEvalTests,
-    JudgeVerifier,
-    MathVerifier,
-    MultipleChoiceVerifier,
-    QAVerifier,
-    exact_match,
-    extract_choice,
-    math_equivalent,
-    normalize_answer,
-    parse_judgement,
-    token_f1,
-)
+from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.core.answers import extract_choice, normalize_answer
+from podium.graders.code import CodeVerifier
+from podium.graders.judge import JudgeVerifier, parse_judgement
+from podium.graders.math import MathVerifier, math_equivalent
+from podium.graders.text import MultipleChoiceVerifier, QAVerifier, exact_match, token_f1
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="offline benchmark data not present")

@@ -1,6 +1,15 @@
-"""Pulling a final answer out of free text."""
+"""Pulling a final answer out of free text: the boxed answer, a stated answer, an option letter, a code
+block; the answer format each kind of verifier expects; and keys under which equal answers vote together."""
 
+import re
+import string
 from collections import Counter
+from typing import Literal
+
+VerifierKind = Literal["math", "qa", "multiple_choice", "code", "environment"]
+"""Which verifier judges an answer (SPEC §5.4), and so which answer format is expected."""
+
+_FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def last_boxed(text: str) -> str | None:
@@ -22,19 +31,133 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-def extract_answer(text: str) -> str:
-    """The boxed answer if there is one, else the last non-empty line (stripped of an "Answer:" label)."""
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return boxed
+def extract_code(answer: str) -> str:
+    """The program in an answer: the fenced code blocks joined, or the whole text when there is no fence."""
+    blocks = _FENCED.findall(answer)
+    return "\n\n".join(block.strip("\n") for block in blocks) if blocks else answer
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, punctuation and the articles a/an/the removed, whitespace collapsed."""
+    lowered = "".join(char for char in text.lower() if char not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", lowered).split())
+
+
+DEFAULT_LETTERS = "ABCDEFGHIJ"
+"""MMLU-Pro has up to ten options."""
+
+
+def _choice_patterns(letters: str) -> list[re.Pattern[str]]:
+    choice = f"[{letters}]"
+    # Letters stay case-sensitive even in case-insensitive patterns: "the answer is a bit…" names no option.
+    # Strongest evidence first; within one pattern the last match wins (a model may revise its choice).
+    return [
+        re.compile(rf"\\boxed\{{\s*(?:\\text\{{\s*)?\(?({choice})\)?\s*\}}"),
+        re.compile(rf"answer\s*(?:is|:)?\s*(?:option\s*)?[\s*:(\[]*(?-i:({choice}))\b", re.IGNORECASE),
+        re.compile(rf"(?:option|choice)\s*\(?(?-i:({choice}))\)?(?![A-Za-z])", re.IGNORECASE),
+        re.compile(rf"^\s*\(?({choice})\)?\s*(?:[.:)]|$)", re.MULTILINE),
+        re.compile(rf"\(({choice})\)"),
+    ]
+
+
+def extract_choice(text: str, letters: str = DEFAULT_LETTERS) -> str | None:
+    """The option letter ``text`` commits to, or None when it names none unambiguously."""
+    stripped = text.strip().strip("*").strip()
+    if len(stripped) == 1 and stripped.upper() in letters:
+        return stripped.upper()
+    for pattern in _choice_patterns(letters):
+        found = pattern.findall(text)
+        if found:
+            return found[-1].upper()
+    return None
+
+
+ANSWER_INSTRUCTIONS: dict[VerifierKind, str] = {
+    "math": "Solve the problem. Reason step by step, then give only the final answer inside \\boxed{}.",
+    "multiple_choice": "Answer the multiple-choice question. Reason briefly, then end with 'Answer: X' where X is "
+    "the letter of the correct option.",
+    "qa": "Answer the question. Reason briefly if needed, then end with a line 'Answer: ' followed by a short answer "
+    "(a name, number, date or phrase).",
+    "code": "Write a correct Python solution. Reply with one complete ```python code block.",
+    "environment": "Help the user while following the policy.",
+}
+"""The answer format each kind of verifier expects, told to the model as its system prompt."""
+
+_ANSWER_LINE = re.compile(r"\banswer\s*\**\s*(?:is\s*:?|[:：])\s*\**\s*(.+?)[\s*.]*$", re.IGNORECASE | re.MULTILINE)
+"""A stated answer: "Answer: X", "**Final answer:** X", "The answer is X." (the rest of the line; the last wins)."""
+_NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?")
+_TEXT_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}")
+
+
+def _final_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    last = lines[-1]
+    return lines[-1] if lines else ""
+
+
+def _last_number_or_line(text: str) -> str:
+    """The last number of the final line (GSM8K-style flexible extraction), or the line itself when it holds LaTeX
+    or no number."""
+    final = _final_line(text)
+    numbers = _NUMBER.findall(final)
+    return numbers[-1].replace(",", "") if numbers and "\\" not in final else final
+
+
+def _unlabelled(line: str) -> str:
     for label in ("final answer:", "answer:"):
-        if last.lower().startswith(label):
-            return last[len(label) :].strip()
-    return last
+        if line.lower().startswith(label):
+            return line[len(label) :].strip()
+    return line
+
+
+def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
+    """The final answer stated in ``text`` for a verifier of ``kind``; None when the reply is empty.
+
+    Math: the last ``\\boxed{}``, else a stated answer, else the final line's last number (or the line).
+    Multiple choice: the chosen letter when one is found. QA: a stated answer or ``\\boxed{}``, else the last
+    line. Code: the fenced code, else the whole reply. No kind (a free-form answer, e.g. a summarizer's): the
+    last ``\\boxed{}``, else the final line without an "Answer:" label.
+    """
+    if not text.strip():
+        return None
+    if kind is None:
+        return last_boxed(text) or _unlabelled(_final_line(text))
+    if kind == "code":
+        code = extract_code(text)  # not stripped: a HumanEval body's first line keeps its indentation
+        return code if code.strip() else None
+    if kind == "multiple_choice":
+        return extract_choice(text) or _final_line(text)
+    boxed = last_boxed(text)
+    stated = _ANSWER_LINE.findall(text)
+    if kind == "math":
+        return boxed or (stated[-1] if stated else _last_number_or_line(text))
+    return (stated[-1] if stated else None) or boxed or _final_line(text)
+
+
+def vote_key(answer: str, kind: VerifierKind) -> str:
+    """A normal form under which equal answers written differently count as one vote.
+
+    Math: LaTeX spacing, ``\\left``/``\\right``, ``\\text{}``, dollar signs, thousands separators and a trailing
+    ``.0`` or full stop dropped. Multiple choice: the letter. QA: SQuAD normalisation. Code: whitespace collapsed.
+    """
+    if kind == "multiple_choice":
+        return (extract_choice(answer) or answer).strip().upper()
+    if kind == "qa":
+        return normalize_answer(answer)
+    if kind == "code":
+        return " ".join(answer.split())
+    key = _TEXT_WRAPPER.sub(r"\1", answer)
+    for noise in ("\\left", "\\right", "\\!", "\\,", "\\;", "$", " "):
+        key = key.replace(noise, "")
+    key = key.replace("dfrac", "frac").replace("tfrac", "frac").rstrip(".")
+    if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", key):
+        key = key.replace(",", "")
+    if re.fullmatch(r"-?\d+\.0+", key):
+        key = key.split(".")[0]
+    return key
 
 
 def majority(answers: list[str]) -> tuple[str, dict[str, int]]:

@@ -7,7 +7,7 @@ from uuid import uuid4
 
 from pydantic import BaseModel, Field, NonNegativeFloat
 
-from podium.core.budget import Budget, Spend, StopReason
+from podium.core.budget import Budget, StopReason
 from podium.core.calls import CallUsage, ToolResult
 from podium.core.messages import Message
 from podium.core.preference import Preference
@@ -70,12 +70,6 @@ class Trajectory(Record):
             for result in turn.results:
                 total = total + result.usage
         return total
-
-    @property
-    def spend(self) -> Spend:
-        """What the episode has consumed, for budget checks."""
-        usage = self.usage
-        return Spend(turns=len(self.turns), tokens=usage.tokens, usd=usage.usd, seconds=self.wall_s)
 
 
 # Characters that some line readers (str.splitlines, JavaScript) treat as line breaks. In JSON text they

@@ -1,27 +1,2 @@
-"""Evaluation: verifiers that turn an answer into the outcome b ∈ {0, 1}."""
-
-from podium.evaluate.verifiers import (
-    AssertTests,
-    CodeVerifier,
-    EnvironmentVerifier,
-    HumanEvalTests,
-    JudgeVerifier,
-    MathVerifier,
-    MultipleChoiceVerifier,
-    QAVerifier,
-    Verdict,
-    Verifier,
-)
-
-__all__ = [
-    "AssertTests",
-    "CodeVerifier",
-    "EnvironmentVerifier",
-    "HumanEvalTests",
-    "JudgeVerifier",
-    "MathVerifier",
-    "MultipleChoiceVerifier",
-    "QAVerifier",
-    "Verdict",
-    "Verifier",
-]
+"""Evaluation: systems under test (baselines and runtime orchestrators), the resumable runner, metrics and the
+HTML report."""

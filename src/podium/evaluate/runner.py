@@ -17,15 +17,16 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import Benchmark
 from podium.core.budget import StopReason
 from podium.core.calls import CallUsage
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
 from podium.errors import PodiumError
-from podium.evaluate.benchmarks import Benchmark, BenchmarkItem
-from podium.evaluate.grading import Grader, gold_text
 from podium.evaluate.systems import System
-from podium.evaluate.verdict import Verdict
+from podium.graders.grader import Grader, gold_text
+from podium.graders.verdict import Verdict
 
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"

@@ -30,13 +30,13 @@ from typing import Literal
 
 from pydantic import Field
 
+from podium.benchmarks.items import BenchmarkItem
+from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.answers import ANSWER_INSTRUCTIONS, extract_answer
-from podium.evaluate.benchmarks import BenchmarkItem, VerifierKind
 from podium.evaluate.system_config import SystemConfig, register_system
 from podium.pool.config import BasicTool, PoolConfig
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config

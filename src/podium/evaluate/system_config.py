@@ -23,8 +23,8 @@ from pydantic import Field, NonNegativeFloat, PositiveInt
 
 from podium.backends.factory import BackendSpec, build_backend
 from podium.config import Config, read_structured_file
+from podium.core.answers import VerifierKind
 from podium.errors import ConfigError
-from podium.evaluate.benchmarks import VerifierKind
 from podium.evaluate.systems import (
     MajorityVoteSystem,
     ModelCaller,

@@ -106,10 +106,6 @@ class ToolRegistry:
             output = ToolOutput(output)
         return self._finished(call, item, output, started)
 
-    async def call_all(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        """Run calls concurrently; results come back in the order of ``calls``."""
-        return list(await asyncio.gather(*(self.call(c) for c in calls)))
-
     def _refused(self, call: ToolCall, reason: str) -> ToolResult:
         return ToolResult(call=call, status=Status.PARSE_ERR, reason=reason, observation=reason)
 

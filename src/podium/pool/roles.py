@@ -306,8 +306,9 @@ def _ensemble_solver(kit: RoleKit) -> Tool:
         for _ in range(kit.ensemble_samples):
             sample = await ask(backend, messages, max_tokens=kit.max_tokens[label], temperature=0.8)
             spent.add(sample)
-            if sample.status is Status.OK:
-                answers.append(extract_answer(sample.value))
+            answer = extract_answer(sample.value) if sample.status is Status.OK else None
+            if answer is not None:
+                answers.append(answer)
         if not answers:
             return spent.output(None, backend.model, Status.EXEC_ERR, "every sample failed")
         answer, votes = majority(answers)

@@ -129,6 +129,6 @@ def load_default_index(directory: Path | None = None, **load_options: Any) -> "P
     if not (directory / "meta.json").is_file():
         raise IndexLoadError(
             f"no search index at {directory}: build it with `podium index hotpot` "
-            "(or `python -m podium.retrieval.cli hotpot`)"
+            "(or `python -m podium.cli.index hotpot`)"
         )
     return PassageIndex.load(directory, **load_options)

@@ -6,8 +6,9 @@ from typing import Literal, Self
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
+from podium.core.answers import VerifierKind
 from podium.core.preference import Preference
-from podium.evaluate.benchmarks import VerifierKind
+from podium.rewards.registry import RewardFunction, build_reward
 
 
 class ModelConfig(Config):
@@ -93,6 +94,18 @@ class RewardConfig(Config):
     paramanager_target_cost_units: PositiveFloat = 8.0
     """ParaManager C_tar."""
 
+    def reward_function(self, tools: list[str]) -> RewardFunction:
+        """This design's reward function from the registry; ``tools`` orders ToolOrchestra's call counts."""
+        options: dict[str, object] = {
+            "uno": {"alpha": self.uno_alpha, "window": self.uno_window},
+            "toolorchestra": {"tools": tools, "preference": self.preference},
+            "paramanager": {
+                "target_tokens": self.paramanager_target_tokens,
+                "target_cost_units": self.paramanager_target_cost_units,
+            },
+        }[self.design]
+        return build_reward(self.design, **options)
+
 
 class RolloutConfig(Config):
     """How rollouts are produced: Podium's own executor, the code path of inference and evaluation."""
@@ -163,8 +176,12 @@ class GRPOConfig(TrainerConfig):
     """Importance ratio per token, or ParaManager's sequence-level ratio over policy tokens only (eq. 20)."""
     loss_type: Literal["dapo", "bnpo", "grpo"] = "dapo"
     """Normalisation: token mean over the batch (``dapo``), over the micro-batch (``bnpo``), per sequence (``grpo``)."""
-    advantage: Literal["trajectory", "turn"] = "trajectory"
-    """One advantage per rollout (GRPO), or per turn (Agentic-GRPO, Uno: returns with per-turn shaping)."""
+    advantage: Literal["trajectory", "turn", "mt_grpo"] = "trajectory"
+    """One advantage per rollout (GRPO); per turn with Agentic-GRPO (Uno eq. 6: discounted returns with per-turn
+    shaping, normalised over comparable turns, plus the trajectory baseline); or per turn with MT-GRPO (Uno
+    appendix B: A_g + ρ·B_t, B_t the turn's shaping standardised over the group's turns at its index)."""
+    mt_grpo_rho: NonNegativeFloat = 0.5
+    """ρ of MT-GRPO: weight of the standardised turn score."""
     turn_gamma: PositiveFloat = Field(1.0, le=1.0)
     """γ of the turn-level returns."""
     turn_eta: NonNegativeFloat = 0.05

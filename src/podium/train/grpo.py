@@ -1,10 +1,12 @@
 """``podium train grpo``: GRPO on TRL's GRPOTrainer with rollouts from Podium's executor.
 
-TRL fits once three things are swapped in: its ``rollout_func`` hook runs our executor (multi-turn, tools, prices)
-and returns each rollout as one token sequence with an environment mask; the reward is our design's; and the
-advantages are replaced after TRL computes them, so that ToolOrchestra's filters can drop rollouts and whole
-groups (their loss mask is zeroed) and Agentic-GRPO can give each turn its own advantage (a per-token tensor,
-which TRL's loss accepts). The clipped surrogate with ε_low/ε_high, the k3 KL to a frozen reference, the
+Only TRL's public extension points are used: its ``rollout_func`` hook runs our executor (multi-turn, tools,
+prices) and returns each rollout as one token sequence with an environment mask that keeps observations out of
+the loss; a reward function returns our design's reward, or ``None`` for a rollout ToolOrchestra's filters drop
+(TRL leaves such rows out of the group baseline and gives them no advantage; their mask is zeroed too, and a
+dropped group has every row dropped); and for turn-level credit (Agentic-GRPO, MT-GRPO) ``compute_loss`` hands
+TRL's loss per-token advantages, a shape its loss documents for subclasses. The group normalisation of
+trajectory-level advantages, the clipped surrogate with ε_low/ε_high, the k3 KL to a frozen reference, the
 sequence-level ratio over policy tokens (``importance_sampling_level="sequence"``) and the masked token mean are
 TRL's own.
 """
@@ -12,11 +14,13 @@ TRL's own.
 import asyncio
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from podium.benchmarks.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
-from podium.evaluate.benchmarks import BenchmarkItem
+from podium.errors import ConfigError
 from podium.extras import require_extra
 from podium.train.config import GRPOConfig
 from podium.train.model import load_model, model_source, resolve_device, trainer_arguments
@@ -47,80 +51,104 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         datasets = require_extra("train", "datasets")
         datasets.disable_progress_bars()
         self.tasks = list(tasks)
+        self.task_of = task_index(self.tasks)
         self.rollouts = rollouts
         self.scorer = scorer
         self.podium = config
         self.chat = ChatFormat(tokenizer)
         self.groups_started = 0
-        self._rows: list[dict[str, Any]] = []
-        self._scored: list[Scored] = []
-        rows = [{"prompt": task.question, "task": index} for index, task in enumerate(self.tasks)]
+        self.turn_advantages: dict[tuple[int, ...], list[float]] = {}
         super().__init__(
             model=model,
-            reward_funcs=[self.podium_reward],
+            reward_funcs=[podium_reward],
             args=args,
-            train_dataset=datasets.Dataset.from_list(rows),
+            train_dataset=datasets.Dataset.from_list([{"prompt": task.question} for task in self.tasks]),
             processing_class=tokenizer,
             rollout_func=self.podium_rollouts,
         )
 
     def podium_rollouts(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         """TRL's rollout hook: run the batch through the executor with the current weights, score it, and return
-        each rollout as prompt tokens, completion tokens and the mask of the policy's own tokens."""
-        items = [self.tasks[row["task"]] for row in self._rows]
+        each rollout as prompt tokens, completion tokens and the mask of the policy's own tokens, with the reward
+        of each row (``None`` where a filter dropped it) for :func:`podium_reward`."""
+        if self.accelerator.num_processes > 1:
+            raise NotImplementedError("Podium's GRPO runs in one process; multi-GPU and multi-node go through verl")
+        items = [self.tasks[self.task_of[prompt]] for prompt in prompts]
+        size = self.podium.group_size
+        if any(len({item.id for item in items[start : start + size]}) != 1 for start in range(0, len(items), size)):
+            raise RuntimeError("a generation batch must hold whole groups, one task each")
         # One seed per group: its G rollouts see the same instance (tools, prices, blind labels), so their rewards
         # compare; the samples differ through the backend's own sampling.
-        size = self.podium.group_size
         seeds = [self.args.seed * 1_000_003 + self.groups_started + index // size for index in range(len(items))]
         self.groups_started += len(items) // size
+        scored = self._rollouts(items, seeds)
+        samples = [rollout_sample(item.trajectory, self.chat) for item in scored]
+        completions = [sample.input_ids[sample.prompt_length :] for sample in samples]
+        plan = batch_plan(scored, [sample.turns[sample.prompt_length :] for sample in samples], self.podium)
+        self.turn_advantages = {tuple(ids): row for ids, row in zip(completions, plan.advantages, strict=True)}
+        return {
+            "prompt_ids": [sample.input_ids[: sample.prompt_length] for sample in samples],
+            "completion_ids": completions,
+            "logprobs": None,
+            "env_mask": plan.masks,
+            "podium_reward": plan.rewards,
+            "podium_correct": [float(item.correct) for item in scored],
+            "podium_usd": [item.trajectory.usage.usd for item in scored],
+            "podium_groups_dropped": plan.groups_dropped,
+        }
+
+    def _rollouts(self, items: list[BenchmarkItem], seeds: list[int]) -> list[Scored]:
         model = self.accelerator.unwrap_model(self.model)
         training = model.training
         model.eval()
         try:
+            questions, preferences = [item.question for item in items], [task_preference(item) for item in items]
             trajectories = asyncio.run(
-                collect(
-                    self.rollouts,
-                    [item.question for item in items],
-                    seeds,
-                    [task_preference(item) for item in items],
-                    self.podium.rollout.concurrency,
-                )
+                collect(self.rollouts, questions, seeds, preferences, self.podium.rollout.concurrency)
             )
         finally:
             model.train(training)
-        self._scored = asyncio.run(self.scorer.score(items, trajectories))
-        samples = [rollout_sample(trajectory, self.chat) for trajectory in trajectories]
-        return {
-            "prompt_ids": [sample.input_ids[: sample.prompt_length] for sample in samples],
-            "completion_ids": [sample.input_ids[sample.prompt_length :] for sample in samples],
-            "logprobs": None,
-            "env_mask": [sample.mask[sample.prompt_length :] for sample in samples],
-            "turn_ids": [sample.turns[sample.prompt_length :] for sample in samples],
-        }
+        return asyncio.run(self.scorer.score(items, trajectories))
 
-    def podium_reward(self, prompts: list[Any], completions: list[Any], **_: Any) -> list[float]:
-        """The configured design's reward of each rollout (computed with the rollouts, where the trajectories are)."""
-        return [scored.reward for scored in self._scored]
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
+        """TRL's loss; in turn-level modes with each token's own turn advantage in place of the rollout's."""
+        if self.podium.advantage != "trajectory":
+            inputs = {**inputs, "advantages": self._per_token_advantages(inputs)}
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.accelerator.num_processes > 1:
-            raise NotImplementedError("Podium's GRPO runs in one process; multi-GPU and multi-node go through verl")
-        self._rows = inputs
-        output = super()._generate_and_score_completions(inputs)
-        tasks, size = [row["task"] for row in inputs], self.podium.group_size
-        if any(len(set(tasks[start : start + size])) != 1 for start in range(0, len(tasks), size)):
-            raise RuntimeError("a generation batch must hold whole groups, one task each")
-        advantages, mask, dropped = batch_advantages(
-            self._scored, [row["turn_ids"] for row in inputs], output["completion_mask"], self.podium
-        )
-        output["advantages"] = advantages
-        output["tool_mask"] = mask
-        output["num_items_in_batch"] = (output["completion_mask"] * mask).sum()
-        mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["podium/groups_dropped"].append(dropped)
-        self._metrics[mode]["podium/accuracy"].append(sum(s.correct for s in self._scored) / len(self._scored))
-        self._metrics[mode]["podium/usd"].append(sum(s.trajectory.usage.usd for s in self._scored) / len(self._scored))
-        return output
+    def _per_token_advantages(self, inputs: dict[str, Any]) -> Any:
+        """The (rows × tokens) advantages of a mini-batch, found by each row's completion tokens (TRL may
+        shuffle and split the generation batch, but a row's tokens travel with it)."""
+        ids, mask = inputs["completion_ids"], inputs["completion_mask"]
+        advantages = torch.zeros(ids.shape, dtype=torch.float32, device=ids.device)
+        for row in range(ids.shape[0]):
+            length = int(mask[row].sum())
+            values = self.turn_advantages[tuple(ids[row, :length].tolist())]
+            advantages[row, :length] = torch.tensor(values, dtype=torch.float32)
+        return advantages
+
+
+def task_index(tasks: Sequence[BenchmarkItem]) -> dict[str, int]:
+    """Question → task; TRL hands the rollout hook only the prompts, so questions must identify tasks."""
+    index: dict[str, int] = {}
+    for position, task in enumerate(tasks):
+        if task.question in index:
+            raise ConfigError(f"tasks {tasks[index[task.question]].id} and {task.id} have the same question")
+        index[task.question] = position
+    return index
+
+
+def podium_reward(
+    prompts: list[Any], completions: list[Any], *, podium_reward: list[float | None], log_metric: Any, **fields: Any
+) -> list[float | None]:
+    """The reward TRL normalises per group: the design's reward computed with the rollouts (where the trajectories
+    are), ``None`` for rows the filters dropped. Logs accuracy, USD per rollout and the share of groups dropped."""
+    log_metric("podium/accuracy", sum(fields["podium_correct"]) / len(prompts))
+    log_metric("podium/usd", sum(fields["podium_usd"]) / len(prompts))
+    log_metric("podium/groups_dropped", fields["podium_groups_dropped"][0])
+    return podium_reward
 
 
 def rollout_sample(trajectory: Trajectory, chat: ChatFormat) -> TrainingSample:
@@ -135,25 +163,40 @@ def rollout_sample(trajectory: Trajectory, chat: ChatFormat) -> TrainingSample:
     )
 
 
-def batch_advantages(
-    scored: Sequence[Scored], turn_ids: Sequence[Sequence[int]], completion_mask: Any, config: GRPOConfig
-) -> tuple[Any, Any, float]:
-    """Per-token advantages and loss mask of a generation batch (consecutive groups of ``config.group_size``), and
-    the share of groups the filters dropped. A token gets its turn's advantage when the orchestrator generated it
-    and its rollout survived the filters; every other token is out of the loss."""
+@dataclass(frozen=True)
+class BatchPlan:
+    """What a generation batch trains on, row by row."""
+
+    rewards: list[float | None]
+    """The design's reward of each kept rollout; ``None`` for a rollout or group the filters dropped."""
+    masks: list[list[int]]
+    """Per completion token: 1 where the orchestrator generated it and its rollout is kept, else 0."""
+    advantages: list[list[float]]
+    """Per completion token: its turn's advantage (turn-level modes), else 0."""
+    groups_dropped: float
+    """Share of the batch's groups dropped whole."""
+
+
+def batch_plan(scored: Sequence[Scored], turn_ids: Sequence[Sequence[int]], config: GRPOConfig) -> BatchPlan:
+    """Rewards, loss masks and per-token advantages of a generation batch (consecutive groups of
+    ``config.group_size``): the filters decide which rollouts train, and a token trains only when the
+    orchestrator generated it."""
     size = config.group_size
-    advantages = torch.zeros(completion_mask.shape, dtype=torch.float32, device=completion_mask.device)
-    mask = torch.zeros_like(completion_mask)
+    rewards: list[float | None] = [None] * len(scored)
+    masks = [[0] * len(turns) for turns in turn_ids]
+    advantages = [[0.0] * len(turns) for turns in turn_ids]
     dropped = 0
     for start in range(0, len(scored), size):
         result = group_result(scored[start : start + size], config)
         dropped += result.dropped is not None
         for offset, per_turn in result.kept.items():
-            for position, turn in enumerate(turn_ids[start + offset]):
+            row = start + offset
+            rewards[row] = scored[row].reward
+            for position, turn in enumerate(turn_ids[row]):
                 if turn != NO_TURN:
-                    advantages[start + offset, position] = per_turn[min(turn, len(per_turn) - 1)]
-                    mask[start + offset, position] = 1
-    return advantages, mask, dropped / (len(scored) // size)
+                    masks[row][position] = 1
+                    advantages[row][position] = per_turn[min(turn, len(per_turn) - 1)]
+    return BatchPlan(rewards, masks, advantages, dropped / (len(scored) // size))
 
 
 def grpo_arguments(config: GRPOConfig, base: dict[str, Any]) -> Any:

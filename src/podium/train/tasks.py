@@ -5,8 +5,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import get_benchmark
 from podium.errors import ConfigError
-from podium.evaluate.benchmarks import BenchmarkItem, get_benchmark
 from podium.train.config import GRPOConfig
 from podium.train.samples import TrainingDataError
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
+from podium.benchmarks.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
-from podium.evaluate.benchmarks import BenchmarkItem
 from podium.extras import require_extra
 from podium.train.config import GRPOConfig
 from podium.train.samples import ChatFormat, single_sample

@@ -74,7 +74,22 @@ def local_search_tool(config: LocalSearchConfig | None = None, *, index: "Passag
         ]
         return ToolOutput({"results": results}, observation=render_passages(queries, hits))
 
-    parameters = {
+    built = Tool.from_schema(
+        "local_search",
+        "Search a local corpus of encyclopedia passages by meaning (dense retrieval). Give exactly one of `query` "
+        "or `query_list`; returns, per query, the top-k passages with their id, title, text and a similarity "
+        "score (cosine, higher is closer). Phrase queries as the facts you need, one entity or relation each.",
+        local_search_parameters(config),
+        local_search,
+        timeout_s=config.timeout_s,
+    )
+    weakref.finalize(built, worker.shutdown, wait=False, cancel_futures=True)
+    return built
+
+
+def local_search_parameters(config: LocalSearchConfig) -> dict[str, Any]:
+    """The JSON schema of ``local_search``'s arguments: one ``query`` or a ``query_list``, and ``k``."""
+    return {
         "type": "object",
         "properties": {
             "query": {"type": "string", "minLength": 1, "description": "One search query."},
@@ -96,17 +111,6 @@ def local_search_tool(config: LocalSearchConfig | None = None, *, index: "Passag
         "oneOf": [{"required": ["query"]}, {"required": ["query_list"]}],
         "additionalProperties": False,
     }
-    built = Tool.from_schema(
-        "local_search",
-        "Search a local corpus of encyclopedia passages by meaning (dense retrieval). Give exactly one of `query` "
-        "or `query_list`; returns, per query, the top-k passages with their id, title, text and a similarity "
-        "score (cosine, higher is closer). Phrase queries as the facts you need, one entity or relation each.",
-        parameters,
-        local_search,
-        timeout_s=config.timeout_s,
-    )
-    weakref.finalize(built, worker.shutdown, wait=False, cancel_futures=True)
-    return built
 
 
 def render_passages(queries: list[str], hits: list[list["Hit"]]) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.answers import extract_answer
 from podium.core.messages import Message
-from podium.evaluate.verdict import Verifier
+from podium.graders.verdict import Verifier
 
 DESCRIBER_PROMPT = (
     "You write short, factual descriptions of language models for an orchestrator that decides which model "
@@ -38,7 +38,7 @@ async def run_tasks(
         except BackendError as error:
             runs.append(DescribedTask(question, f"[call failed: {error}]", False))
             continue
-        verdict = await verifier.verify(extract_answer(output), gold)
+        verdict = await verifier.verify(extract_answer(output) or "", gold)
         runs.append(DescribedTask(question, output, verdict.correct))
     return runs
 

@@ -3,7 +3,7 @@
 from podium.core.trajectory import Trajectory
 from podium.envs.domain import Domain, Task
 from podium.envs.evaluation import Replay, TaskCriteria, judge_trajectory, replay
-from podium.evaluate.verdict import Verdict
+from podium.graders.verdict import Verdict
 
 
 class EnvironmentVerifier:

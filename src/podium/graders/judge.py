@@ -8,7 +8,7 @@ import re
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.messages import Message
-from podium.evaluate.verdict import Verdict
+from podium.graders.verdict import Verdict
 
 JUDGE_SYSTEM = (
     "You grade answers. Decide whether the response gives the same final answer as the gold answer: the same "

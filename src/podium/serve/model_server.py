@@ -19,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from podium.backends.base import BackendError, ChatBackend
+from podium.backends.base import BackendError, ChatBackend, Generation
 from podium.core.calls import Status
 from podium.core.messages import Message
 
@@ -74,11 +74,6 @@ def create_app(backend: ChatBackend, *, default_max_tokens: int = 512) -> FastAP
             return error_response(
                 404, f"model '{request.model}' is not served here; try '{backend.model}'", "not_found"
             )
-        schema = None
-        if request.response_format is not None and request.response_format.type == "json_schema":
-            schema = (request.response_format.json_schema or {}).get("schema", ANY_JSON_OBJECT)
-        elif request.response_format is not None and request.response_format.type == "json_object":
-            schema = ANY_JSON_OBJECT
         stop = [request.stop] if isinstance(request.stop, str) else request.stop
         messages = [
             Message(role="system" if m.role == "developer" else m.role, content=m.content or "")
@@ -90,31 +85,45 @@ def create_app(backend: ChatBackend, *, default_max_tokens: int = 512) -> FastAP
                 max_tokens=request.max_completion_tokens or request.max_tokens or default_max_tokens,
                 temperature=request.temperature,
                 stop=stop,
-                json_schema=schema,
+                json_schema=requested_schema(request.response_format),
             )
         except BackendError as error:
             status = 504 if error.status is Status.TIMEOUT else 500
             return error_response(status, str(error), "backend_error")
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": generation.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": generation.text},
-                    "finish_reason": generation.finish_reason or "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": generation.input_tokens,
-                "completion_tokens": generation.output_tokens,
-                "total_tokens": generation.input_tokens + generation.output_tokens,
-            },
-        }
+        return completion_body(generation)
 
     return app
+
+
+def requested_schema(response_format: ResponseFormat | None) -> dict[str, Any] | None:
+    """The JSON schema a request's ``response_format`` asks for (``json_object``: any object)."""
+    if response_format is not None and response_format.type == "json_schema":
+        return (response_format.json_schema or {}).get("schema", ANY_JSON_OBJECT)
+    if response_format is not None and response_format.type == "json_object":
+        return ANY_JSON_OBJECT
+    return None
+
+
+def completion_body(generation: Generation) -> dict[str, Any]:
+    """A generation as an OpenAI ``chat.completion`` object."""
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": generation.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": generation.text},
+                "finish_reason": generation.finish_reason or "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": generation.input_tokens,
+            "completion_tokens": generation.output_tokens,
+            "total_tokens": generation.input_tokens + generation.output_tokens,
+        },
+    }
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -17,14 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
-
-from podium.core.record import Record
+from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.core.answers import VerifierKind
 from podium.errors import MissingExtraError, PodiumError
-from podium.evaluate.code_tests import AssertTests, HumanEvalTests
-
-VerifierKind = Literal["math", "qa", "multiple_choice", "code", "environment"]
-"""Which verifier judges a benchmark's answers (SPEC §5.4)."""
 
 DATA_ENV_VARS = ("PODIUM_DATA", "PODIUM_DATA_DIR")
 """Environment variables naming the shared data directory, first set wins (retrieval reads the second)."""
@@ -40,21 +35,6 @@ MBPP_TEST_IDS = range(11, 511)
 
 class BenchmarkError(PodiumError):
     """A benchmark is unknown or its data cannot be read."""
-
-
-class BenchmarkItem(Record):
-    """One evaluation item."""
-
-    id: str
-    """Unique within the benchmark; results are keyed by it."""
-    question: str
-    """The task as the system sees it (answer-format instructions are the system's business)."""
-    gold: str | list[str] | HumanEvalTests | AssertTests
-    """Reference: an answer, QA aliases, a code test harness, or (tool use) the environment task id."""
-    verifier: VerifierKind
-    """Which verifier judges the answer."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    """Provenance and extras (subject, level, HotpotQA context, tau2 domain and split…)."""
 
 
 RowConverter = Callable[[Iterable[dict[str, Any]]], Iterator[BenchmarkItem]]

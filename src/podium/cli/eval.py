@@ -12,14 +12,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
 from podium.errors import PodiumError
-from podium.evaluate.benchmarks import get_benchmark
-from podium.evaluate.grading import Grader
 from podium.evaluate.report import build_report
-from podium.evaluate.runner import run_eval
+from podium.evaluate.runner import EvalSummary, run_eval
 from podium.evaluate.system_config import build_system, load_system_config
+from podium.graders.grader import Grader
 from podium.sandbox import SandboxConfig
 
 console = Console()
@@ -85,10 +85,15 @@ def eval_command(
         )
     except PodiumError as error:
         raise _fail(error) from error
+    report_summary(summary, chosen.name, built.name, max_usd)
+
+
+def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None) -> None:
+    """The run's totals; exits 1 when the USD cap stopped it before every sample ran."""
     if summary.dropped_lines:
         errors.print(f"dropped {summary.dropped_lines} torn or duplicate line(s) from the results file")
     console.print(
-        f"{chosen.name} · {built.name}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}), "
+        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}), "
         f"{summary.done}/{summary.total} done ({summary.resumed} from earlier), {summary.errors} errors, "
         f"${summary.usd:.4f} spent → {summary.out}",
         highlight=False,

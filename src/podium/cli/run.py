@@ -5,20 +5,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from podium.backends.base import BackendError
+from podium.cli.common import PoolOption, PricesOption, UnisolatedOption, fail, open_pool, print_trace
 from podium.core.budget import StopReason
 from podium.core.preference import Preference
-from podium.core.trajectory import Trajectory, write_trajectories
+from podium.core.trajectory import write_trajectories
 from podium.errors import PodiumError
 from podium.policies import PolicyName
-from podium.pool.cli import PoolOption, PricesOption, UnisolatedOption, fail, open_pool
 from podium.runtime.config import RunConfig
 from podium.runtime.executor import Executor
-
-console = Console()
 
 
 def run_command(
@@ -67,33 +63,3 @@ def run_command(
         write_trajectories(trace, [trajectory])
     if trajectory.stop_reason is StopReason.ERROR:
         raise typer.Exit(1)
-
-
-def print_trace(trajectory: Trajectory) -> None:
-    """Each turn and call with status, tokens, USD and latency; then totals and the answer."""
-    table = Table(title=f"{trajectory.metadata.get('policy', '')} trajectory", title_justify="left")
-    for column in ("turn", "call", "worker", "status", "tokens", "USD", "seconds"):
-        table.add_column(column, justify="right" if column in ("tokens", "USD", "seconds") else "left")
-    for turn in trajectory.turns:
-        usage = turn.usage
-        status = "PARSE_ERR" if turn.parse_error else ""
-        table.add_row(
-            str(turn.index), "(orchestrator)", trajectory.metadata.get("orchestrator", ""), status,
-            str(usage.tokens), f"{usage.usd:.6f}", f"{usage.latency_s:.2f}",
-        )  # fmt: skip
-        for result in turn.results:
-            table.add_row(
-                "", result.call.name, result.worker or "", result.status.value,
-                str(result.usage.tokens), f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}",
-            )  # fmt: skip
-    console.print(table)
-    total = trajectory.usage
-    console.print(
-        f"calls: {len(trajectory.results)}  tokens: {total.tokens}  USD: {total.usd:.6f}  "
-        f"cost units: {total.cost_units:g}  wall: {trajectory.wall_s:.1f} s  stop: {trajectory.stop_reason}",
-        highlight=False,
-    )
-    for turn in trajectory.turns:
-        if turn.parse_error:
-            console.print(f"[yellow]turn {turn.index} not parsed:[/yellow] {turn.parse_error}", highlight=False)
-    console.print(f"[bold]answer:[/bold] {trajectory.answer}", highlight=False)

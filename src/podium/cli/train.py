@@ -1,6 +1,6 @@
 """``podium train sft`` and ``podium train grpo``.
 
-Registered on the main app with ``app.add_typer(train_app, name="train")``. Exit status: 0 trained, 2 invalid input
+Loaded by ``podium train``. Exit status: 0 trained, 2 invalid input
 (config, data, missing ``train`` extra).
 """
 
@@ -19,7 +19,7 @@ from podium.train.verl import write_verl_launch
 
 console = Console()
 errors = Console(stderr=True)
-train_app = typer.Typer(help="Train the orchestrator: SFT on trajectories, then GRPO on executor rollouts.")
+app = typer.Typer(help="Train the orchestrator: SFT on trajectories, then GRPO on executor rollouts.")
 
 ConfigOption = Annotated[Path, typer.Option("--config", help="Training config (YAML/JSON); flags override it.")]
 OutputOption = Annotated[Path | None, typer.Option("--output-dir", help="Where checkpoints and the model go.")]
@@ -57,7 +57,7 @@ def _report(result: TrainResult) -> None:
     console.print(f"trained {result.steps} steps{last} → {result.path}", highlight=False, soft_wrap=True)
 
 
-@train_app.command("sft")
+@app.command("sft")
 def sft_command(
     config: ConfigOption,
     output_dir: OutputOption = None,
@@ -84,7 +84,7 @@ def sft_command(
     _report(result)
 
 
-@train_app.command("grpo")
+@app.command("grpo")
 def grpo_command(
     config: ConfigOption,
     output_dir: OutputOption = None,
@@ -120,7 +120,7 @@ def grpo_command(
     _report(result)
 
 
-@train_app.command("verl-config")
+@app.command("verl-config")
 def verl_config_command(
     config: ConfigOption,
     out: Annotated[Path, typer.Option("--out", help="Directory for the parquet tasks, agent-loop file and script.")],

@@ -1,7 +1,7 @@
 """``podium index``: build, inspect and search local passage indexes.
 
 Importing this module needs no optional dependency; each command loads the search extra when it runs.
-Without the main CLI: ``python -m podium.retrieval.cli hotpot``.
+Without the main CLI: ``python -m podium.cli.index hotpot``.
 """
 
 import json
@@ -16,7 +16,7 @@ from podium.errors import PodiumError
 if TYPE_CHECKING:  # needs the search extra; commands import it when they run
     from podium.retrieval.index import IndexConfig
 
-index_app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
+app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
 
 console = Console()
 errors = Console(stderr=True)
@@ -49,7 +49,7 @@ def _config(model: str, chunk_words: int, overlap_words: int, index_type: str) -
     )
 
 
-@index_app.command("build")
+@app.command("build")
 def build(
     corpus: Annotated[Path, typer.Argument(help="JSONL corpus: one object per line with id, title and text.")],
     out: Annotated[Path, typer.Option("--out", help="Index directory to write (replaced if it exists).")],
@@ -72,7 +72,7 @@ def build(
     )
 
 
-@index_app.command("search")
+@app.command("search")
 def search(
     directory: Annotated[Path, typer.Argument(help="Index directory written by `podium index build`.")],
     query: Annotated[str, typer.Argument(help="The search query.")],
@@ -94,7 +94,7 @@ def search(
         console.print(hit.text, markup=False, highlight=False)
 
 
-@index_app.command("hotpot")
+@app.command("hotpot")
 def hotpot(
     source: Annotated[
         Path | None,
@@ -125,4 +125,4 @@ def hotpot(
 
 
 if __name__ == "__main__":
-    index_app()
+    app()

@@ -2,12 +2,15 @@
 
 from pathlib import Path
 
+from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.benchmarks.loaders import shared_data_dir
+from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
-from podium.evaluate.benchmarks import BenchmarkItem, VerifierKind, shared_data_dir
-from podium.evaluate.code_tests import AssertTests, CodeVerifier, HumanEvalTests
-from podium.evaluate.environment import EnvironmentVerifier
-from podium.evaluate.verdict import Verdict, Verifier
-from podium.evaluate.verifiers import MathVerifier, MultipleChoiceVerifier, QAVerifier
+from podium.graders.code import CodeVerifier
+from podium.graders.environment import EnvironmentVerifier
+from podium.graders.math import MathVerifier
+from podium.graders.text import MultipleChoiceVerifier, QAVerifier
+from podium.graders.verdict import Verdict, Verifier
 from podium.sandbox import Sandbox, SandboxConfig
 
 

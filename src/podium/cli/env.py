@@ -7,23 +7,19 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from podium.backends.base import BackendError
+from podium.cli.common import PoolOption, UnisolatedOption, console, errors, fail, open_pool, print_trace
 from podium.core.trajectory import write_trajectories
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import Domain, Task, data_dir, known_domains, load_domain
 from podium.envs.evaluation import TaskCriteria, judge_actions, judge_trajectory
 from podium.errors import PodiumError
 from podium.policies import PolicyName
-from podium.pool.cli import PoolOption, UnisolatedOption, fail, open_pool
 from podium.runtime import RunConfig
-from podium.runtime.cli import print_trace
 
-env_app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
-console = Console()
-errors = Console(stderr=True)
+app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
 DataDirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
@@ -38,7 +34,7 @@ def _load(name: str, directory: Path | None) -> Domain:
         raise typer.Exit(2) from error
 
 
-@env_app.command("list")
+@app.command("list")
 def env_list(data: DataDirOption = None) -> None:
     """List the domains: tasks, tools (read / write / generic) and whether their data is present."""
     table = Table()
@@ -64,7 +60,7 @@ def _task(domain: Domain, task_id: str) -> Task:
         raise typer.Exit(2) from error
 
 
-@env_app.command("replay")
+@app.command("replay")
 def env_replay(
     domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain to replay.")],
     task: Annotated[str | None, typer.Option("--task", help="Only this task id.")] = None,
@@ -117,7 +113,7 @@ def env_replay(
     )
 
 
-@env_app.command("run")
+@app.command("run")
 def env_run(
     domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain of the task.")],
     task: Annotated[str, typer.Option("--task", help="Task id.")],

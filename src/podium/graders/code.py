@@ -6,40 +6,13 @@ Two test formats: HumanEval (prompt + completion + test + ``check(entry_point)``
 
 import re
 
+from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.core.answers import extract_code
 from podium.core.calls import Status
-from podium.core.record import Record
-from podium.evaluate.verdict import Verdict
+from podium.graders.verdict import Verdict
 from podium.sandbox import Sandbox
 
-_FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 MAX_REASON_CHARS = 2_000
-
-
-class HumanEvalTests(Record):
-    """A HumanEval problem's test harness."""
-
-    prompt: str
-    """The function signature and docstring the completion continues (imports and helpers included)."""
-    test: str
-    """Source defining ``check(candidate)``."""
-    entry_point: str
-    """Name of the function under test."""
-
-
-class AssertTests(Record):
-    """MBPP-style tests: assert statements run after the candidate code."""
-
-    test_list: list[str]
-    """One ``assert`` statement per item."""
-    test_setup_code: str = ""
-    """Code the tests need (imports, fixtures); it runs after the candidate because MBPP's fixtures may use
-    the candidate's classes (task 367 builds trees of the solution's ``Node``)."""
-
-
-def extract_code(answer: str) -> str:
-    """The program in an answer: the fenced code blocks joined, or the whole text when there is no fence."""
-    blocks = _FENCED.findall(answer)
-    return "\n\n".join(block.strip("\n") for block in blocks) if blocks else answer
 
 
 def humaneval_program(completion: str, tests: HumanEvalTests) -> str:

@@ -1,0 +1,1 @@
+"""Serving: any backend as an OpenAI-compatible model server."""
