@@ -13,6 +13,7 @@ writable and readable, with visible replacements:
   no escape scheme could round-trip them all; replacing them is the documented behaviour.
 """
 
+import math
 import re
 from typing import Any
 
@@ -72,3 +73,17 @@ def has_surrogates(text: str) -> bool:
 def replace_surrogates(text: str) -> str:
     """``text`` with every surrogate code point replaced by U+FFFD."""
     return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with surrogates replaced in every string and key, and NaN and infinities as ``None`` (what the
+    JSON writer makes of them); recursion follows the value's depth, which records bound."""
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {json_ready(key): json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    return value

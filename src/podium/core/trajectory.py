@@ -14,11 +14,11 @@ from typing import Any
 from uuid import uuid4
 
 from pydantic import BaseModel, Field, NonNegativeFloat
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from podium.core.budget import Budget, Spend, StopReason
 from podium.core.calls import CallUsage, ToolResult
-from podium.core.jsonsafe import replace_surrogates
+from podium.core.jsonsafe import json_ready
 from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.record import Record
@@ -100,8 +100,8 @@ def to_json_line(record: BaseModel) -> str:
         text = record.model_dump_json()
     except PydanticSerializationError:
         # The fast serializer refuses surrogates; the standard one writes them, and they are replaced here.
-        data = record.model_dump(mode="json")
-        text = replace_surrogates(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+        data = json_ready(record.model_dump())
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
     return text.translate(_LINE_BREAK_ESCAPES) + "\n"
 
 

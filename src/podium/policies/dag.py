@@ -40,7 +40,11 @@ from podium.pool.primitives import PRIMITIVES, primitive_call
 
 SUBTASK_CALL_PREFIX = "subtask-"
 """Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""
-_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*?)(/?)>")
+_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*+)>")
+MAX_TAGS = 256
+"""Most grammar tags read from one output: a plan's 16 subtasks and routes with their checks need far fewer."""
+MAX_TAG_CHARS = 1024
+"""Longest attribute text of one tag (ids, worker labels and skills are short)."""
 # Possessive and anchored after a non-name character, so a long run of letters is scanned once, not once per
 # starting position.
 _ATTRIBUTE = re.compile(r'(?<![A-Za-z_])([A-Za-z_]++)\s*+=\s*+"([^"]*+)"')
@@ -197,8 +201,11 @@ def _elements(text: str) -> list[_Element]:
     """The top-level grammar elements of ``text`` (free text between them is ignored), checking nesting."""
     top: list[_Element] = []
     stack: list[_Element] = []
-    for match in _TAG.finditer(text):
-        closing, name, raw_attributes, self_closing = match.groups()
+    for count, match in enumerate(_TAG.finditer(text)):
+        closing, name, raw_attributes = match.groups()
+        if count == MAX_TAGS or len(raw_attributes) > MAX_TAG_CHARS:
+            raise ActionParseError(f"too many or too long tags: at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters")
+        self_closing = raw_attributes.endswith("/")
         if name == "obs":
             raise ActionParseError("<obs> blocks are written by the runtime, not by the orchestrator")
         if name == "replan":

@@ -10,6 +10,7 @@ that would open or close one of the runtime's blocks (``<tool_response>``, ``<ob
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -25,35 +26,48 @@ THINKING_CHARS = 200
 rambles until its token budget runs out and never acts."""
 ANSWER_CHARS = 200
 """Most characters of a final answer a grammar allows."""
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 PROTOCOL_TAGS = (
     "tool_call", "tool_response", "tools", "think", "answer", "reasoning", "budget", "error", "plan", "subtask",
     "route", "obs", "verify", "final_answer", "replan", "user_query", "conversation_history",
 )  # fmt: skip
 """Tag names of every block the policies, the runtime and the agent roles write or read."""
-_PROTOCOL_TAG = re.compile(r"<(?=\s*+/?\s*+(?:" + "|".join(PROTOCOL_TAGS) + r")\b)", re.IGNORECASE)
+# The first lookahead (a tag's possible first letter) fails fast on the many ``<`` of code and markup, so the
+# alternation of names runs only where a tag could start.
+_PROTOCOL_TAG = re.compile(
+    r"<(?=\s*+/?\s*+[" + "".join(sorted({name[0] for name in PROTOCOL_TAGS})) + "])"
+    r"(?=\s*+/?\s*+(?:" + "|".join(PROTOCOL_TAGS) + r")\b)",
+    re.IGNORECASE,
+)
 
 
-def tagged_blocks(text: str, opening: str, closing: str) -> tuple[list[str], str | None]:
-    """The bodies of the ``opening…closing`` blocks of ``text``, left to right (a block ends at the first
-    ``closing`` after its ``opening``), and the unclosed tail from a last ``opening`` that has no ``closing``.
-    Linear time: each character is scanned once."""
+MAX_CALL_BLOCKS = 32
+"""Most ``<tool_call>`` blocks read from one output (a round makes at most a few calls); further blocks are
+reported as one PARSE_ERR instead of being read one by one."""
+
+
+def tagged_blocks(text: str, opening: str, closing: str, limit: int = sys.maxsize) -> tuple[list[str], str | None, int]:
+    """The bodies of the first ``limit`` ``opening…closing`` blocks of ``text``, left to right (a block ends at
+    the first ``closing`` after its ``opening``); the unclosed tail from an ``opening`` that has no ``closing``;
+    and how many openings follow the ``limit``-th block. Linear time: each character is scanned once."""
     bodies: list[str] = []
     position = 0
     while (start := text.find(opening, position)) >= 0:
+        if len(bodies) == limit:
+            return bodies, None, text.count(opening, start)
         end = text.find(closing, start + len(opening))
         if end < 0:
-            return bodies, text[start:]
+            return bodies, text[start:], 0
         bodies.append(text[start + len(opening) : end])
         position = end + len(closing)
-    return bodies, None
+    return bodies, None, 0
 
 
 def read_tool_calls(text: str) -> tuple[list[ToolCall], list[InvalidCall]]:
-    """Every ``<tool_call>`` block in ``text``: the readable ones as calls, the rest with the reason."""
+    """Every ``<tool_call>`` block in ``text``, up to :data:`MAX_CALL_BLOCKS`: the readable ones as calls, the
+    rest with the reason."""
     calls: list[ToolCall] = []
     invalid: list[InvalidCall] = []
-    bodies, unclosed = tagged_blocks(text, OPEN, CLOSE)
+    bodies, unclosed, unread = tagged_blocks(text, OPEN, CLOSE, MAX_CALL_BLOCKS)
     for body in bodies:
         block = body.strip()
         call_or_reason = _read_call(block, f"call_{len(calls) + len(invalid)}")
@@ -63,6 +77,9 @@ def read_tool_calls(text: str) -> tuple[list[ToolCall], list[InvalidCall]]:
             invalid.append(InvalidCall(block, call_or_reason))
     if unclosed is not None:
         invalid.append(InvalidCall(unclosed, f"{OPEN} without a closing {CLOSE}"))
+    if unread:
+        reason = f"{unread} more {OPEN} blocks not read: at most {MAX_CALL_BLOCKS} per output"
+        invalid.append(InvalidCall(f"({unread} blocks)", reason))
     return calls, invalid
 
 
@@ -94,13 +111,22 @@ def repeat(pattern: str, low: int, high: int) -> str:
 
 def strip_thinking(text: str) -> str:
     """``text`` without ``<think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK.sub("", text)
+    kept: list[str] = []
+    position = 0
+    while (start := text.find("<think>", position)) >= 0:
+        kept.append(text[position:start])
+        end = text.find("</think>", start)
+        if end < 0:
+            return "".join(kept)
+        position = end + len("</think>")
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def escape_protocol_tags(text: str) -> str:
     """``text`` with the ``<`` of anything that reads as a protocol tag (:data:`PROTOCOL_TAGS`, any case, opening
     or closing) written ``&lt;``: tool output cannot open or close a block the runtime writes."""
-    return _PROTOCOL_TAG.sub("&lt;", text)
+    return _PROTOCOL_TAG.sub("&lt;", text) if "<" in text else text
 
 
 def render_results(results: Sequence[ToolResult]) -> str:

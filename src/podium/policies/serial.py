@@ -67,7 +67,7 @@ class SerialPolicy(Policy):
 def final_answer(text: str) -> str:
     """The answer in a turn without a call: ``<answer>`` content, else the last ``\\boxed{}``, else the text
     outside ``<think>`` blocks."""
-    tagged, _ = tagged_blocks(text, "<answer>", "</answer>")
+    tagged, _, _ = tagged_blocks(text, "<answer>", "</answer>")
     if tagged:
         answer = tagged[-1].strip()
     else:
