@@ -65,7 +65,7 @@ def lying_server() -> Iterator[tuple[FaultServer, str]]:
         yield server, url
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     question=prompts,
     cap=st.floats(min_value=1e-4, max_value=2.0),

@@ -138,7 +138,7 @@ def test_the_base_class_checks_every_backend_s_completion(completion: object, st
 
 def _pool(url: str, price: ModelPrice = PRICE):
     worker = WorkerConfig(
-        name="worker", backend="http", model="faulty", base_url=url, price=price, timeout_s=0.5, max_retries=1,
+        name="worker", backend="http", model="faulty", base_url=url, price=price, timeout_s=0.3, max_retries=1,
         max_tokens=50,
     )  # fmt: skip
     return build_pool(PoolConfig(workers=[worker], tools=[], roles=[]))
@@ -150,7 +150,7 @@ def _call(name: str) -> str:
 
 @pytest.mark.parametrize("shape", sorted(MALFORMED) + TRANSPORT_FAULTS)
 def test_every_fault_of_a_worker_is_a_status_in_the_trajectory(shape: str) -> None:
-    server = FaultServer([shape], slow_s=2.0, trickle_s=0.05)
+    server = FaultServer([shape], slow_s=1.0, trickle_s=0.05)
     with server.running() as url:
         executor = Executor(
             _pool(url), RunConfig(max_seconds=20), orchestrator=orchestrator(_call("worker"), "<answer>4</answer>")

@@ -62,7 +62,7 @@ def episode(text: str, arguments: Any, value: Any) -> Trajectory:
     )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(any_text, json_values, json_values, st.integers(0, 3 * MAX_DEPTH))
 def test_any_output_round_trips_through_jsonl(tmp_path_factory, text, arguments, value, depth) -> None:
     path = tmp_path_factory.mktemp("traj") / "t.jsonl"

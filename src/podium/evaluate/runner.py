@@ -363,16 +363,10 @@ async def _evaluate(
             for running in workers:
                 running.cancel()
 
-    return EvalSummary(
-        out=str(out),
-        total=len(selected),
-        done=len(finished),
-        resumed=resumed,
-        correct=correct,
-        errors=sum(record.error is not None for record in finished.values()),
-        usd=spent,
-        stopped_by_budget=budget_hit and bool(queue),
-    )
+    errors = sum(record.error is not None for record in finished.values())
+    stopped = budget_hit and bool(queue)
+    return EvalSummary(out=str(out), total=len(selected), done=len(finished), resumed=resumed, correct=correct,
+                       errors=errors, usd=spent, stopped_by_budget=stopped)  # fmt: skip
 
 
 def load_run(out: str | Path) -> tuple[RunManifest, list[EvalRecord]]:
