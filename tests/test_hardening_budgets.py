@@ -121,3 +121,21 @@ def test_token_bounds_hold_for_digit_lists_where_characters_over_three_did_not()
     one_token_per_character = sum(len(m.content) for m in messages)
     assert prompt_token_bound(messages) > one_token_per_character > len(digits) // 3 + 16
     assert estimate_tokens("ü" * 10) >= 20, "bytes, not characters: one character can be several tokens"
+
+
+class CharacterTokenizer:
+    """A tokenizer stand-in: one token per character, plus two for the template."""
+
+    def apply_chat_template(self, chat: list[dict[str, str]], **options: object) -> dict[str, list[int]]:
+        return {"input_ids": [0] * (sum(len(message["content"]) for message in chat) + 2)}
+
+
+def test_a_backend_with_the_model_s_tokenizer_counts_prompt_tokens_exactly() -> None:
+    from podium.backends.local import LocalBackend, LocalBackendConfig
+
+    messages = [Message(role="user", content="1, 2, 3, " * 30)]
+    backend = LocalBackend.from_loaded(None, CharacterTokenizer(), LocalBackendConfig(max_prompt_tokens=500))
+    assert backend.prompt_token_bound(messages) == 90 * 3 + 2 < prompt_token_bound(messages)
+    longer = [Message(role="user", content="1" * 2000)]
+    assert backend.prompt_token_bound(longer) == 500, "longer prompts are refused before they run"
+    assert backend.generation_bound(messages, 10).tokens == 272 + 10
