@@ -43,7 +43,7 @@ def _items(benchmark: str | None, kind: GradeKind | None, data_dir: Path | None)
         raise ConfigError(f"{benchmark} items are graded from trajectories, not text responses (see `podium env`)")
     if kind not in (None, "judge"):
         raise ConfigError("--kind with --benchmark must be judge (the benchmark's items name their own grader)")
-    return item_index(chosen, chosen.items(data_dir=data_dir))
+    return item_index(chosen.items(data_dir=data_dir))
 
 
 def _override(

@@ -113,7 +113,8 @@ ANSWER_INSTRUCTIONS: dict[VerifierKind, str] = {
 
 _ANSWER_LINE = re.compile(r"\banswer\s*\**\s*(?:is\s*:?|[:：])\s*\**\s*(.+?)[\s*.]*$", re.IGNORECASE | re.MULTILINE)
 """A stated answer: "Answer: X", "**Final answer:** X", "The answer is X." (the rest of the line; the last wins)."""
-_NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.^_])-?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w^_])")
+"""A number standing on its own (not the 2 of ``2xy``, ``x^2`` or ``a_2``)."""
 _TEXT_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}")
 
 
@@ -128,13 +129,20 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 MATH_WORDS = frozenset({"and", "sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "inf", "infty"})
 """Words a formula written without LaTeX may hold (``sin x``, ``-2 and 1``); any other word of three letters or more
 makes a sentence."""
+SHORT_WORDS = frozenset({"is", "it", "so", "to", "be", "of", "as", "at", "by", "if", "on", "we", "us", "an", "no"})
+"""Two-letter English words that make a sentence (other pairs of letters, ``xy`` or ``pq``, are products)."""
+_SHORT_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]{2}(?![A-Za-z])")
 
 
 def is_prose(text: str) -> bool:
-    """Whether ``text`` holds a word (three letters or more) outside LaTeX commands and ``\\text{}``: a sentence
-    rather than a formula. ``x^2-1``, ``5 cm`` and ``\\text{Evelyn}`` are formulas; "so x is 5" is prose."""
+    """Whether ``text`` holds a word outside LaTeX commands and ``\\text{}`` (three letters or more, or a short
+    English word such as "is"): a sentence rather than a formula. ``x^2-1``, ``5 cm``, ``3 or 5`` and
+    ``\\text{Evelyn}`` are formulas; "so x is 5" is prose."""
     bare = _LATEX_COMMAND.sub(" ", _LATEX_TEXT.sub(" ", text))
-    return any(word.lower() not in MATH_WORDS for word in _WORD.findall(bare))
+    words = _WORD.findall(bare)
+    return any(word.lower() not in MATH_WORDS for word in words) or any(
+        word.lower() in SHORT_WORDS for word in _SHORT_WORD.findall(bare)
+    )
 
 
 def _final_line_answer(text: str) -> str:

@@ -4,10 +4,11 @@ An answer is graded in four steps:
 
 1. **The final answer.** A restated question is dropped from the reply, then :func:`extract_answer` picks the
    final answer: the final ``\\boxed{}``, a stated answer ("The answer is …"), or the final line.
-2. **Parsing** with math-verify. Delimited or boxed LaTeX, and sentences, go through math-verify's own extraction
-   (its LaTeX and expression patterns, its normalisation of units, ``\\text{}``, percent, degrees); a bare formula
-   (``x^2-1``, ``\\frac{14}{3}``, ``(3,4]``) is parsed whole as LaTeX, so no fragment of it stands for the answer.
-   The gold is always a bare formula.
+2. **Parsing** with math-verify. Delimited or boxed LaTeX goes through math-verify's own extraction (its LaTeX and
+   expression patterns, its normalisation of units, ``\\text{}``, percent, degrees). A bare formula (``x^2-1``,
+   ``\\frac{14}{3}``, ``(3,4]``), or one ending a sentence ("… telescopes to p - q."), is parsed whole as LaTeX,
+   so no fragment of it stands for the answer; other sentences go through math-verify's extraction. An answer
+   in words only ("Evelyn") is compared as ``\\text{}``. The gold is always a bare formula.
 3. **Podium's rules** (:mod:`podium.graders.math_rules`): an answer offering several candidates for a
    single-valued gold, one restating the question's own expression, and one left as an unevaluated expression
    when the gold is a number are wrong.
@@ -47,6 +48,11 @@ _TARGETS = (LatexExtractionConfig(), ExprExtractionConfig())
 _LATEX_ONLY = (LatexExtractionConfig(),)
 _DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
 """Inline or display LaTeX, or a box: math-verify's extraction finds the answer in such text."""
+_FORMULA_TAIL = re.compile(
+    r"^.*\b(?:is|are|was|equals|becomes|gives|to|be)\s+(?P<formula>[^\s.;:,](?:[^;:]*[^\s.;:,])?)[\s.]*$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A sentence ending in a formula ("… telescopes to p - q."): the formula after its last linking word."""
 
 
 def _math_timeout() -> int | None:
@@ -63,14 +69,16 @@ def parse_formula(text: str) -> Parsed:
 def parse_math(span: str) -> Parsed:
     """The number or formula a final answer states, as math-verify values (a sympy value first, then its text);
     [] when it states none."""
-    timeout = _math_timeout()
     if _DELIMITED.search(span):
-        return parse(span, _TARGETS, parsing_timeout=timeout)
-    if not is_prose(span):
-        parsed = parse_formula(span)
-        if parsed:
-            return parsed
-    return parse(span, _TARGETS, parsing_timeout=timeout)
+        return parse(span, _TARGETS, parsing_timeout=_math_timeout())
+    formula = _formula_tail(span) if is_prose(span) else span
+    parsed = parse_formula(formula) if formula else []
+    return parsed or parse(span, _TARGETS, parsing_timeout=_math_timeout())
+
+
+def _formula_tail(sentence: str) -> str | None:
+    tail = _FORMULA_TAIL.search(sentence)
+    return tail["formula"] if tail and not is_prose(tail["formula"]) else None
 
 
 @lru_cache(maxsize=4096)
@@ -106,7 +114,7 @@ def grade_math(answer: str, gold: str, question: str | None = None) -> Verdict:
         return Verdict.binary(False, extracted=extracted, reason=reason)
     if _equal(gold_parsed, parsed or words):
         return Verdict.binary(True, extracted=extracted)
-    return Verdict.binary(False, extracted=extracted, reason=f"{extracted!r} is not equivalent to {gold!r}")
+    return Verdict.binary(False, extracted=extracted, reason=f"'{extracted}' is not equivalent to '{gold}'")
 
 
 def _rule_broken(
@@ -118,10 +126,10 @@ def _rule_broken(
     if len(offered) > 1:
         return f"offers several candidate answers ({', '.join(offered)}) where one is asked for"
     if question and restates_question(extracted, parsed, gold, question):
-        return f"{extracted!r} restates the question's own expression"
+        return f"'{extracted}' restates the question's own expression"
     gold_value, value = first_value(gold_parsed), first_value(parsed)
     if gold_value is not None and is_numeral(gold_value, gold) and not is_numeral(value, extracted):
-        return f"{extracted!r} is an unevaluated expression; the gold is a number, the answer must be computed"
+        return f"'{extracted}' is an unevaluated expression; the gold is a number, the answer must be computed"
     return None
 
 

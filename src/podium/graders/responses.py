@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import NonNegativeInt, PositiveInt
 
 from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
-from podium.benchmarks.loaders import Benchmark
 from podium.core.answers import VerifierKind
 from podium.core.record import Record
 from podium.errors import PodiumError
@@ -99,15 +98,18 @@ def summarise(results: Sequence[GradedRow]) -> GradeSummary:
     return GradeSummary(rows=len(results), correct=correct, wrong=len(results) - failed - correct, failed=failed)
 
 
-def item_index(benchmark: Benchmark, items: Sequence[BenchmarkItem]) -> dict[str, BenchmarkItem]:
-    """Items by the ids a row may use: the loader's id (``math500-test/algebra/1.json``, ``gsm8k-0``) or the id
-    without the benchmark prefix, which is the item's own id field or its 0-based line number."""
-    index: dict[str, BenchmarkItem] = {}
-    prefix = f"{benchmark.name}-"
+def item_index(items: Sequence[BenchmarkItem]) -> dict[str, BenchmarkItem]:
+    """Items by the ids a row may use: the loader's id (``math500-test/algebra/1.json``, ``gsm8k-0``,
+    ``HumanEval/0``) or what follows its prefix (``test/algebra/1.json``, ``0``), which is the item's own id field
+    or, where the data has none, its 0-based line number. A short form two items share is not used."""
+    index = {item.id: item for item in items}
+    short: dict[str, list[BenchmarkItem]] = {}
     for item in items:
-        index[item.id] = item
-        if item.id.startswith(prefix):
-            index.setdefault(item.id.removeprefix(prefix), item)
+        if "-" in item.id:
+            short.setdefault(item.id.split("-", 1)[1], []).append(item)
+    for key, named in short.items():
+        if len(named) == 1:
+            index.setdefault(key, named[0])
     return index
 
 
