@@ -90,7 +90,7 @@ def test_rows_with_their_own_gold_use_the_kind_named(tmp_path):
         "math": [{"response": "x = \\frac{1}{2}", "gold": "0.5"}, {"response": "27", "gold": 27.0}],
         "mc": [{"response": "The answer is (B).", "gold": "B"}, {"response": "A", "gold": "Z"}],
         "em": [
-            {"response": "The Eiffel Tower", "gold": ["Eiffel Tower", "Tour Eiffel"]},
+            {"response": "It is tall.\nAnswer: The Eiffel Tower", "gold": ["Eiffel Tower", "Tour Eiffel"]},
             {"response": "a", "gold": "b"},
         ],
         "f1": [{"id": "q1", "response": "the cat sat", "gold": "cat sat down"}, {"response": "dog", "gold": "cat"}],
@@ -208,7 +208,12 @@ def test_eval_with_a_judge_in_the_system_config_and_the_report_names_each_grader
         command = ["eval", "--benchmark", "gsm8k", "--system", str(tmp_path / f"{config['name']}.yaml")]
         result = runner.invoke(app, [*command, "--out", str(tmp_path / config["name"]), "--limit", "2", "--quiet"])
         assert result.exit_code == 0, result.output
-        correct = "0/2 correct" if config is judged else "1/2 correct"  # the judge says no even to item 0's 18
+        # The judge says no even to item 0's right answer 18.
+        correct = (
+            "0/2 correct (0.000, graded by LLM judge"
+            if config is judged
+            else f"1/2 correct (0.500, graded by {MATH_GRADER})"
+        )
         assert correct in result.output
     manifest = json.loads((tmp_path / "judged" / "manifest.json").read_text())
     assert manifest["system_config"]["grading"]["verifier"] == "judge"

@@ -62,6 +62,14 @@ RIGHT = {
         ("The last step is 460/2 = 230.", "230"),
     ],
     "expressions": [("\\sqrt{117}", "3\\sqrt{13}"), ("(x+2)(x+5)", "x^2+7x+10"), ("x^2-1", "x^2-1")],
+    "a sentence as the final line": [
+        ("The sum telescopes to p - q.", "p - q"),
+        ("So it is 2xy.", "2xy"),
+        ("So the current population is 60,000 * 2 = 120,000.", "120000"),
+        ("You can eat 0.8 * 60g = 48g of chips to stay within the target.", "48"),
+        ("Martha will have collected 60 shells by her 10th birthday.", "60"),
+        ("The domain is (2,12) \\cup (12,102).", "(2,12) \\cup (12,102)"),
+    ],
     "a whole reply": [
         ("We get $x = 3$, so the final answer is $\\boxed{\\frac{14}{3}}$. I hope it is correct.", "\\frac{14}{3}"),
         ("Thus\n\\left( 3, \\frac{\\pi}{2} \\right)", "\\left( 3, \\frac{\\pi}{2} \\right)"),

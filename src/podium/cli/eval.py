@@ -89,15 +89,16 @@ def eval_command(
         )
     except PodiumError as error:
         raise _fail(error) from error
-    report_summary(summary, chosen.name, built.name, max_usd)
+    report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
 
 
-def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None) -> None:
-    """The run's totals; exits 1 when the USD cap stopped it before every sample ran."""
+def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
+    """The run's totals and who graded them; exits 1 when the USD cap stopped it before every sample ran."""
     if summary.dropped_lines:
         errors.print(f"dropped {summary.dropped_lines} torn or duplicate line(s) from the results file")
     console.print(
-        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}), "
+        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}, graded by "
+        f"{grader}), "
         f"{summary.done}/{summary.total} done ({summary.resumed} from earlier), {summary.errors} errors, "
         f"${summary.usd:.4f} spent → {summary.out}",
         highlight=False,

@@ -113,8 +113,8 @@ ANSWER_INSTRUCTIONS: dict[VerifierKind, str] = {
 
 _ANSWER_LINE = re.compile(r"\banswer\s*\**\s*(?:is\s*:?|[:：])\s*\**\s*(.+?)[\s*.]*$", re.IGNORECASE | re.MULTILINE)
 """A stated answer: "Answer: X", "**Final answer:** X", "The answer is X." (the rest of the line; the last wins)."""
-_NUMBER = re.compile(r"(?<![\w.^_])-?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w^_])")
-"""A number standing on its own (not the 2 of ``2xy``, ``x^2`` or ``a_2``)."""
+_NUMBER = re.compile(r"(?<![\w.^_])-?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\d^_]|(?:st|nd|rd|th)\b)")
+"""A number, possibly with a unit (``48g``); not an ordinal (``7th``), an exponent or an index (``x^2``, ``a_2``)."""
 _TEXT_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}")
 
 
@@ -145,14 +145,30 @@ def is_prose(text: str) -> bool:
     )
 
 
-def _final_line_answer(text: str) -> str:
-    """The final line; when it is a sentence with a single number ("So she earns 2,400 dollars"), that number.
+_FORMULA_TAIL = re.compile(
+    r"^.*\b(?:is|are|was|equals|becomes|gives|to|be)\s+(?P<formula>[^\s.;:,](?:[^;:]*[^\s.;:,])?)[\s.]*$",
+    re.IGNORECASE | re.DOTALL,
+)
 
-    A line with several numbers stays whole: it may be a computation whose result comes last, an unevaluated
-    expression, or a hedge ("either 3 or 5"), and the verifier has to see which."""
+
+def formula_tail(sentence: str) -> str | None:
+    """The formula ending a sentence, after its last linking word ("The sum telescopes to p - q." gives
+    ``p - q``); None when the sentence does not end in a formula."""
+    tail = _FORMULA_TAIL.search(sentence)
+    return tail["formula"] if tail and not is_prose(tail["formula"]) else None
+
+
+def _final_line_answer(text: str) -> str:
+    """The final line; when it is a sentence, the formula ending it ("… is 60,000 * 2 = 120,000."), else its
+    number when it holds a single one ("So she earns 2,400 dollars").
+
+    Other lines stay whole: a sentence with several numbers may be a computation whose result comes last or a
+    hedge ("either 3 or 5"), and the verifier has to see which."""
     final = _final_line(text)
+    if not is_prose(final):
+        return final
     numbers = _NUMBER.findall(final)
-    return numbers[0].replace(",", "") if len(numbers) == 1 and is_prose(final) else final
+    return formula_tail(final) or (numbers[0].replace(",", "") if len(numbers) == 1 else final)
 
 
 def _unlabelled(line: str) -> str:
@@ -165,8 +181,8 @@ def _unlabelled(line: str) -> str:
 def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
     """The final answer stated in ``text`` for a verifier of ``kind``; None when the reply is empty.
 
-    Math: the final ``\\boxed{}`` (:func:`final_boxed`), else a stated answer, else the final line (its number
-    when it is a sentence with only one).
+    Math: the final ``\\boxed{}`` (:func:`final_boxed`), else a stated answer, else the final line (the formula
+    ending it, or its number, when it is a sentence).
     Multiple choice: the chosen letter when one is found. QA: a stated answer or ``\\boxed{}``, else the last
     line. Code: the fenced code, else the whole reply. No kind (a free-form answer, e.g. a summarizer's): the
     last ``\\boxed{}``, else the final line without an "Answer:" label.

@@ -27,7 +27,7 @@ from importlib.metadata import version
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from podium.core.answers import extract_answer, is_prose
+from podium.core.answers import extract_answer, formula_tail, is_prose
 from podium.graders.math_rules import (
     Parsed,
     distinct_candidates,
@@ -48,11 +48,6 @@ _TARGETS = (LatexExtractionConfig(), ExprExtractionConfig())
 _LATEX_ONLY = (LatexExtractionConfig(),)
 _DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
 """Inline or display LaTeX, or a box: math-verify's extraction finds the answer in such text."""
-_FORMULA_TAIL = re.compile(
-    r"^.*\b(?:is|are|was|equals|becomes|gives|to|be)\s+(?P<formula>[^\s.;:,](?:[^;:]*[^\s.;:,])?)[\s.]*$",
-    re.IGNORECASE | re.DOTALL,
-)
-"""A sentence ending in a formula ("… telescopes to p - q."): the formula after its last linking word."""
 
 
 def _math_timeout() -> int | None:
@@ -71,14 +66,9 @@ def parse_math(span: str) -> Parsed:
     [] when it states none."""
     if _DELIMITED.search(span):
         return parse(span, _TARGETS, parsing_timeout=_math_timeout())
-    formula = _formula_tail(span) if is_prose(span) else span
+    formula = formula_tail(span) if is_prose(span) else span
     parsed = parse_formula(formula) if formula else []
     return parsed or parse(span, _TARGETS, parsing_timeout=_math_timeout())
-
-
-def _formula_tail(sentence: str) -> str | None:
-    tail = _FORMULA_TAIL.search(sentence)
-    return tail["formula"] if tail and not is_prose(tail["formula"]) else None
 
 
 @lru_cache(maxsize=4096)

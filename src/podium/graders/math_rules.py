@@ -21,7 +21,8 @@ from podium.core.answers import vote_key
 Parsed = Sequence[Any]
 """What math-verify's ``parse`` returns: a sympy value first when parsing succeeded, then the text it read."""
 
-_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,(?:\\!)?[ ]?\d{3})+(?![\d])")
+_THOUSANDS = re.compile(r"(?<![\d.,(\[{])\d{1,3}(?:,(?:\\![ ]?)?\d{3})+(?![\d,)\]}])")
+"""A number with thousands separators (``58,500``, ``10,\\!080``); not a pair or list (``(12,102)``, ``1,234,``)."""
 _CHOICE_WORD = re.compile(r"\b(?:either|or)\b", re.IGNORECASE)
 _EAGER_COMMANDS = re.compile(r"\\[dt]?binom|\\choose")
 """Operations the LaTeX parser evaluates as it reads them, so that only the text shows them unevaluated."""
@@ -33,15 +34,9 @@ _PERCENT = UnevaluatedExpr(Rational(1, 100))
 
 
 def normalise_numbers(text: str) -> str:
-    """Numbers written with thousands separators (``58,500``, ``10,\\!080``) without them, when the text is one
-    such number (a list such as ``1, 234`` stays a list)."""
-    stripped = text.strip().lstrip("\\$").strip()
-    return _THOUSANDS.sub(lambda match: re.sub(r"[^\d]", "", match.group()), text) if _is_grouped(stripped) else text
-
-
-def _is_grouped(text: str) -> bool:
-    match = _THOUSANDS.match(text)
-    return match is not None and not text[match.end() :].strip(" .").replace("\\%", "")
+    """Numbers written with thousands separators (``60,000 * 2``, ``10,\\!080``) without them; the LaTeX parser
+    would read the comma as a list."""
+    return _THOUSANDS.sub(lambda match: re.sub(r"\D", "", match.group()), text)
 
 
 def first_value(parsed: Parsed) -> Any:

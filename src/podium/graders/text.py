@@ -4,7 +4,7 @@ token-F1 threshold, and multiple choice by the option letter the answer commits 
 from collections import Counter
 from collections.abc import Sequence
 
-from podium.core.answers import DEFAULT_LETTERS, extract_choice, normalize_answer
+from podium.core.answers import DEFAULT_LETTERS, extract_answer, extract_choice, normalize_answer
 from podium.graders.verdict import Verdict
 
 # HotpotQA scores these special answers all-or-nothing: a "yes" must not earn F1 credit against "no".
@@ -29,6 +29,14 @@ def token_f1(answer: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def final_answer(reply: str, aliases: Sequence[str]) -> str:
+    """The answer of a QA reply: the reply itself when it is one of the aliases (a gold may read "III (the answer
+    is …)"), else the answer it states ("Answer: …", a box, else its last line)."""
+    if any(exact_match(reply, alias) for alias in aliases):
+        return reply
+    return extract_answer(reply, "qa") or reply
+
+
 def _aliases(gold: str | Sequence[str]) -> list[str]:
     aliases = [gold] if isinstance(gold, str) else list(gold)
     if not aliases:
@@ -37,12 +45,13 @@ def _aliases(gold: str | Sequence[str]) -> list[str]:
 
 
 class QAVerifier:
-    """Exact match against the gold (or any of its aliases); the score is the best token F1."""
+    """Exact match of the stated answer against the gold (or any of its aliases); the score is the best token F1."""
 
     name = "exact match (SQuAD normalisation)"
 
     async def verify(self, answer: str, gold: str | Sequence[str], question: str | None = None) -> Verdict:
         aliases = _aliases(gold)
+        answer = final_answer(answer, aliases)
         matched = any(exact_match(answer, alias) for alias in aliases)
         score = 1.0 if matched else max(token_f1(answer, alias) for alias in aliases)
         reason = None if matched else f"no exact match (best token F1 {score:.3f})"
@@ -50,7 +59,8 @@ class QAVerifier:
 
 
 class TokenF1Verifier:
-    """Token F1 against the gold (the best over its aliases): correct when it reaches ``threshold``."""
+    """Token F1 of the stated answer against the gold (the best over its aliases): correct when it reaches
+    ``threshold``."""
 
     def __init__(self, threshold: float = 0.5) -> None:
         if not 0.0 < threshold <= 1.0:
@@ -59,7 +69,9 @@ class TokenF1Verifier:
         self.name = f"token F1 ≥ {threshold:g} (SQuAD normalisation)"
 
     async def verify(self, answer: str, gold: str | Sequence[str], question: str | None = None) -> Verdict:
-        score = max(token_f1(answer, alias) for alias in _aliases(gold))
+        aliases = _aliases(gold)
+        answer = final_answer(answer, aliases)
+        score = max(token_f1(answer, alias) for alias in aliases)
         passed = score >= self.threshold
         reason = None if passed else f"token F1 {score:.3f} is below {self.threshold:g}"
         return Verdict(correct=passed, score=score, extracted=normalize_answer(answer), reason=reason)
