@@ -136,7 +136,7 @@ def grade_command(
         float, typer.Option("--f1-threshold", min=0.0, max=1.0, help="With --kind f1: the F1 that counts as correct.")
     ] = 0.5,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data [default: $PODIUM_DATA or ../shared/data].")
+        Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA, else ../shared/data).")
     ] = None,
     sandbox_config: SandboxOption = None,
     allow_unisolated: UnisolatedOption = False,
