@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podium.backends.base import ChatBackend, Completion, GenerationRequest
+from podium.core.calls import Status
 from podium.core.messages import Message
 from podium.costs.bounds import estimate_tokens, prompt_token_bound
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
@@ -111,7 +112,7 @@ def test_a_per_second_tool_priced_at_the_cap_is_charged_at_most_the_cap() -> Non
     config = RunConfig(max_usd=cap, max_turns=3)
     trajectory = asyncio.run(Executor(pool, config, orchestrator=orchestrator).run("q", tools=[metered_tool()]))
     charged = [result for result in trajectory.results if result.executed]
-    assert charged and charged[0].usage.usd == cap and charged[0].usage.clipped, "it ran past 0.05 s"
+    assert charged and charged[0].status is Status.TIMEOUT and charged[0].usage.usd <= cap
     assert trajectory.usage.usd <= cap
 
 

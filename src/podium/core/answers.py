@@ -18,16 +18,21 @@ _FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTA
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:
     r"""Where each ``\boxed{…}`` (or ``\fbox{…}``) of ``text`` starts and ends, braces balanced, in order. A box
-    never closed is left out, and so is a box around another (``\boxed{\boxed{5}}`` counts as the inner one)."""
+    never closed is left out, and so is a box around another (``\boxed{\boxed{5}}`` counts as the inner one).
+    One pass over the text with a stack of open braces, so nested or unclosed boxes cost linear time."""
+    box_starts = {command.end() - 1: command.start() for command in _BOX_COMMAND.finditer(text)}
+    open_braces: list[list] = []  # [box start or None, whether a box closed inside]
     spans: list[tuple[int, int]] = []
-    for command in _BOX_COMMAND.finditer(text):
-        depth = 0
-        for position in range(command.end() - 1, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[position], 0)
-            if depth == 0:
-                spans.append((command.start(), position + 1))
-                break
-    return [outer for outer in spans if not any(outer[0] < inner[0] < outer[1] for inner in spans)]
+    for position, character in enumerate(text):
+        if character == "{":
+            open_braces.append([box_starts.get(position), False])
+        elif character == "}" and open_braces:
+            start, holds_box = open_braces.pop()
+            if start is not None and not holds_box:
+                spans.append((start, position + 1))
+            if open_braces:
+                open_braces[-1][1] = open_braces[-1][1] or holds_box or start is not None
+    return spans
 
 
 def _box_content(text: str, span: tuple[int, int]) -> str:
