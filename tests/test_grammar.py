@@ -40,7 +40,7 @@ def _item(op, argument) -> float:
     if op is sre_constants.BRANCH:
         return max(_width(branch) for branch in argument[1])
     if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
-        low, high, item = argument
+        _, high, item = argument
         if high is sre_constants.MAXREPEAT:
             return float("inf")
         return high * _width(item)
@@ -88,10 +88,8 @@ def test_unboundable_schemas_give_unbounded_grammars_and_bounded_ones_get_limits
     free_object = {"type": "object", "properties": {"x": {"type": "object"}}, "additionalProperties": False}
     assert bounded_schema(free_object, limits)[1] is None
     assert bounded_schema({"type": "string", "pattern": "a+"}, limits)[1] is None
-    schema, bound = bounded_schema(
-        {"type": "object", "properties": {"s": {"type": "string"}, "n": {"type": "array", "items": {"type": "integer"}}}},
-        limits,
-    )
+    numbers = {"type": "array", "items": {"type": "integer"}}
+    schema, bound = bounded_schema({"type": "object", "properties": {"s": {"type": "string"}, "n": numbers}}, limits)
     assert schema["properties"]["s"]["maxLength"] == 10
     assert schema["properties"]["n"]["maxItems"] == 2 and schema["properties"]["n"]["items"]["maxDigits"] == 3
     assert schema["additionalProperties"] is False

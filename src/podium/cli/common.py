@@ -14,6 +14,7 @@ from rich.table import Table
 
 from podium.backends.base import BackendError
 from podium.core.budget import StopReason
+from podium.core.calls import ToolResult
 from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
@@ -102,7 +103,7 @@ def print_trace(trajectory: Trajectory) -> None:
         for result in turn.results:
             table.add_row(
                 "", result.call.name, result.worker or "", result.status.value, str(result.usage.tokens),
-                f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}", _reason(result.reason),
+                f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}", _reason(result),
             )  # fmt: skip
     console.print(table)
     total = trajectory.usage
@@ -116,9 +117,15 @@ def print_trace(trajectory: Trajectory) -> None:
     console.print(f"[bold]answer:[/bold] {trajectory.answer}", highlight=False)
 
 
-def _reason(reason: str | None) -> str:
-    """A call's reason on one line (exception type and message, which limit, where parsing failed)."""
-    return " ".join((reason or "").split())
+def _reason(result: ToolResult) -> str:
+    """A call's reason on one line (which limit, where parsing failed, the exception), with the last line of a
+    failed call's output when the reason does not already hold it (a traceback's ``Type: message``)."""
+    reason = " ".join((result.reason or "").split())
+    if result.ok or not result.observation:
+        return reason
+    lines = [line.strip() for line in result.observation.splitlines()]
+    last = next((line for line in reversed(lines) if line and not line.startswith("[")), "")
+    return f"{reason}: {last}" if last and last not in reason else reason
 
 
 def backend_failure(trajectory: Trajectory) -> typer.Exit | None:
