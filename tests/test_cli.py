@@ -50,7 +50,8 @@ def test_list_shows_names_descriptions_and_schemas():
     assert len(specs) == len(lines) and {"python", "symbolic_math", "smollm2", "code_reasoner"} <= set(specs)
     assert specs["python"]["parameters"]["required"] == ["code"]
     assert specs["symbolic_math"]["description"]
-    assert (specs["python"]["kind"], specs["smollm2"]["kind"], specs["code_reasoner"]["kind"]) == ("tool", "model", "role")
+    kinds = specs["python"]["kind"], specs["smollm2"]["kind"], specs["code_reasoner"]["kind"]
+    assert kinds == ("tool", "model", "role")
 
 
 def test_list_prints_one_line_per_tool_and_schemas_only_when_verbose():

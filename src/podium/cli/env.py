@@ -29,6 +29,8 @@ from podium.runtime import RunConfig
 
 app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
+TurnTokensOption = Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn, in tokens.")]
+UsdOption = Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode (default: none).")]
 DataDirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
 ]
@@ -128,8 +130,8 @@ def env_run(
     pool: PoolOption = None,
     policy: Annotated[PolicyName, typer.Option("--policy", help="Action space (only serial can converse).")] = "serial",
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Most orchestrator turns, all replies.")] = 10,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn, in tokens.")] = 256,
-    max_usd: Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode (default: none).")] = None,
+    max_tokens: TurnTokensOption = 256,
+    max_usd: UsdOption = None,
     allow: Annotated[
         list[str] | None,
         typer.Option(

@@ -27,28 +27,33 @@ from podium.policies import PolicyName
 from podium.runtime.config import RunConfig
 from podium.runtime.executor import Executor
 
+PolicyOption = Annotated[
+    PolicyName | None,
+    typer.Option("--policy", help="serial (ToolOrchestra), parallel (ParaManager) or dag (Uno) (default: serial)."),
+]
+TurnsOption = Annotated[
+    int | None, typer.Option("--max-turns", help="Most orchestrator turns (default: the policy's: 50, 12, 8).")
+]
+SecondsOption = Annotated[
+    float | None, typer.Option("--max-seconds", help="Wall-clock deadline in seconds (default: none).")
+]
+TokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens", help="Completion budget of one turn in tokens; actions are sized to fit it (default: 1024)."
+    ),
+]
+
 
 def run_command(
     question: Annotated[str, typer.Argument(help="The task for the orchestrator.")],
-    policy: Annotated[
-        PolicyName | None,
-        typer.Option("--policy", help="serial (ToolOrchestra), parallel (ParaManager) or dag (Uno) (default: serial)."),
-    ] = None,
+    policy: PolicyOption = None,
     pool: PoolOption = None,
     config: Annotated[Path | None, typer.Option("--config", help="RunConfig YAML; flags override it.")] = None,
     max_usd: Annotated[float | None, typer.Option("--max-usd", help="USD cap of the episode (default: none).")] = None,
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", help="Most orchestrator turns (default: the policy's: 50, 12, 8).")
-    ] = None,
-    max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", help="Wall-clock deadline in seconds (default: none).")
-    ] = None,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens", help="Completion budget of one turn in tokens; actions are sized to fit it (default: 1024)."
-        ),
-    ] = None,
+    max_turns: TurnsOption = None,
+    max_seconds: SecondsOption = None,
+    max_tokens: TokensOption = None,
     preference: Annotated[str | None, typer.Option("--preference", help="Preference instruction for the task.")] = None,
     allow: Annotated[list[str] | None, typer.Option("--allow", help="Only this tool/role/worker (repeatable).")] = None,
     deny: Annotated[list[str] | None, typer.Option("--deny", help="Not this tool/role/worker (repeatable).")] = None,
