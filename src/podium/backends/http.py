@@ -7,7 +7,6 @@ import asyncio
 import os
 from typing import Any, Literal
 
-import openai
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
@@ -54,6 +53,8 @@ class HttpBackend(ChatBackend):
             api_key = os.environ.get(config.api_key_env, "")
             if not api_key:
                 raise BackendError(f"the API key for {config.base_url} is missing: set {config.api_key_env}")
+        import openai  # here, not at module import: it takes seconds, and `podium --help` must not pay it
+
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url, api_key=api_key, timeout=config.timeout_s, max_retries=config.max_retries
         )
@@ -78,6 +79,8 @@ class HttpBackend(ChatBackend):
             }
         if request.regex is not None:
             body["extra_body"] = {"structured_outputs": {"regex": request.regex}}
+        import openai  # loaded by __init__ already
+
         async with self._in_flight:
             try:
                 response = await asyncio.wait_for(

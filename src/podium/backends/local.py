@@ -151,6 +151,9 @@ class LocalBackend(ChatBackend):
 def load_adapter(model: Any, adapter: str) -> Any:
     """``model`` with the LoRA adapter in directory ``adapter`` merged into its weights (needs peft)."""
     if not (Path(adapter) / "adapter_config.json").exists():
-        raise BackendError(f"no LoRA adapter at {adapter} (adapter_config.json is missing)")
+        raise BackendError(
+            f"no LoRA adapter at {adapter} (adapter_config.json is missing): `podium train sft` with a `lora:` "
+            "config writes one"
+        )
     peft = require_extra("local", "peft")
     return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
