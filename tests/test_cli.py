@@ -211,3 +211,33 @@ def test_an_unreachable_backend_is_one_line_naming_it_and_its_own_exit_code(tmp_
     assert result.stdout == ""  # no empty table
     (line,) = [line for line in result.stderr.splitlines() if line.strip()]
     assert "http://127.0.0.1:" in line and "connection failed" in line and "reachable" in line
+
+
+def test_the_episode_reports_its_steps_and_the_live_line_shows_them():
+    import asyncio
+
+    from podium.cli.common import LiveEpisode
+    from podium.core.progress import EpisodeEvent, token_progress
+    from podium.pool.config import PoolConfig, WorkerConfig
+    from podium.pool.pool import build_pool
+    from podium.runtime import Executor, RunConfig
+
+    replies = ['<tool_call>{"name": "python", "arguments": {"code": "print(2)"}}</tool_call>', "<answer>2</answer>"]
+    worker = WorkerConfig(
+        name="boss",
+        backend="scripted",
+        model="boss-m",
+        replies=replies,
+        price={"input_per_mtok": 0, "output_per_mtok": 0},
+    )
+    events: list[EpisodeEvent] = []
+    executor = Executor(build_pool(PoolConfig(workers=[worker], tools=["python"])), RunConfig())
+    trajectory = asyncio.run(executor.run("1+1?", on_event=events.append))
+    assert trajectory.answer == "2"
+    assert [(e.kind, e.turn) for e in events] == [("generating", 0), ("calling", 0), ("generating", 1)]
+    assert token_progress.get() is None  # nothing leaks out of the episode
+    display = LiveEpisode("serial · boss-m")
+    for event in [EpisodeEvent("generating", 0), EpisodeEvent("tokens", 0, tokens=17)]:
+        display.update(event)
+    line = display.__rich__()
+    assert "turn 1" in line and "17 tokens generated" in line and line.endswith(" s")

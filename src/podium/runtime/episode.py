@@ -155,7 +155,7 @@ class Episode:
     async def _act(self, action: Action, turn: Turn) -> StopReason | None:
         limit = self.ledger.budget.max_calls_per_round or self.policy.max_calls_per_round
         if not isinstance(action, Answer):
-            self._emit("calling", type(action).__name__.lower())
+            self._emit("calling", type(action).__name__.lower(), turn=turn.index)
         outcome = await self.policy.execute(action, self.dispatch, self.trajectory.turns[:-1], limit)
         turn.results.extend(outcome.results)
         if outcome.answer is not None:
@@ -200,9 +200,10 @@ class Episode:
             return StopReason.ERROR
         return generated.limit if isinstance(generated, Refused) else generated
 
-    def _emit(self, kind: EventKind, detail: str = "", tokens: int = 0) -> None:
+    def _emit(self, kind: EventKind, detail: str = "", tokens: int = 0, turn: int | None = None) -> None:
+        """Tell the watcher (if any) what the episode does; ``turn`` defaults to the turn being generated."""
         if self.on_event is not None:
-            self.on_event(EpisodeEvent(kind, len(self.trajectory.turns), tokens, detail))
+            self.on_event(EpisodeEvent(kind, len(self.trajectory.turns) if turn is None else turn, tokens, detail))
 
     def _tokens_reporter(self) -> Callable[[int], None] | None:
         """What a generating backend calls with its running token count (``None`` when nobody watches)."""
