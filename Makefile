@@ -16,11 +16,13 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
-# The embedded SmolLM2-135M orchestrates the embedded pool offline, its actions grammar-constrained; an
-# untrained 135M orchestrator rarely finishes well, which is what `podium train` is for.
+# The embedded SmolLM2-135M orchestrates the demo pool offline under each policy; its actions are decoded under
+# grammars sized to the turn budget, so every call closes and runs. Answers and traces go to demo-trace.jsonl.
+DEMO_QUESTION ?= What is 123456789 * 987654321?
 demo: setup
-	$(BIN)/podium run "What is 123456789 * 987654321?" --allow python --allow smollm2 --max-turns 3 --max-tokens 200 --trace demo-trace.jsonl
-	$(BIN)/podium run "What is 123456789 * 987654321?" --policy dag --max-turns 1 --max-tokens 400 --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/serial.yaml --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/parallel.yaml --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/dag.yaml --trace demo-trace.jsonl
 
 test: setup
 	@./scripts/install-system-deps.sh --for-tests
@@ -35,6 +37,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_backends.py
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_runtime.py
+	$(BIN)/python benchmarks/bench_cli.py --collect
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl

@@ -45,10 +45,55 @@ def test_json_output_is_the_full_result():
 def test_list_shows_names_descriptions_and_schemas():
     result = runner.invoke(app, ["tools", "list", "--json"])
     assert result.exit_code == 0
-    specs = {spec["name"]: spec for spec in json.loads(result.stdout)}
-    assert {"python", "symbolic_math"} <= set(specs)
+    lines = result.stdout.splitlines()
+    specs = {spec["name"]: spec for spec in map(json.loads, lines)}
+    assert len(specs) == len(lines) and {"python", "symbolic_math", "smollm2", "code_reasoner"} <= set(specs)
     assert specs["python"]["parameters"]["required"] == ["code"]
     assert specs["symbolic_math"]["description"]
+    kinds = specs["python"]["kind"], specs["smollm2"]["kind"], specs["code_reasoner"]["kind"]
+    assert kinds == ("tool", "model", "role")
+
+
+def test_list_prints_one_line_per_tool_and_schemas_only_when_verbose():
+    short = runner.invoke(app, ["tools", "list"])
+    assert short.exit_code == 0
+    lines = short.stdout.splitlines()
+    assert len(lines) == len(json_lines(runner.invoke(app, ["tools", "list", "--json"]).stdout))
+    python = next(line for line in lines if line.startswith("python "))
+    assert python.split()[1:] == ["tool", "$8.3e-06/s"]
+    assert '"type"' not in short.stdout
+    verbose = runner.invoke(app, ["tools", "list", "--verbose"])
+    assert '"required"' in verbose.stdout and "Run a Python 3 program" in verbose.stdout
+
+
+def test_piped_output_is_never_cut_at_80_columns():
+    completed = podium("tools", "list", "--verbose")
+    assert completed.returncode == 0, completed.stderr
+    description = "Print what you need to see (a final bare expression is printed too, as in a REPL)."
+    assert description in completed.stdout  # one cell on one line: no wrapping into a narrow column
+
+
+def test_help_texts_keep_their_defaults_and_units():
+    from podium.cli import COMMANDS, load_command
+
+    seen = 0
+    for name in COMMANDS:
+        command = load_command(name)
+        commands = list(command.commands.values()) if hasattr(command, "commands") else [command]
+        for leaf in commands:
+            for parameter in leaf.params:
+                text = getattr(parameter, "help", None) or ""
+                assert "[" not in text, f"{name} {parameter.name}: rich would swallow the bracketed text: {text}"
+                seen += 1
+    assert seen > 50
+    data_dir = runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "200"}).output
+    assert "(default: $PODIUM_DATA or ../shared/data)" in data_dir
+    run_help = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
+    assert "in seconds" in run_help and "in tokens" in run_help
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
 
 
 def test_broken_price_file_is_reported_with_the_field(tmp_path):
@@ -120,3 +165,79 @@ def test_describe_model_runs_tasks_and_lets_a_describer_write(tmp_path):
     tasks.write_text("{not json}\n")
     broken = runner.invoke(app, ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool)])
     assert broken.exit_code == 2 and ":1:" in broken.output
+
+
+def orchestrator_pool(tmp_path, replies: list[str], backend: str = "scripted") -> str:
+    path = tmp_path / "orchestrator.yaml"
+    worker = {"name": "boss", "backend": backend, "model": "boss-m", "replies": replies}
+    if backend == "http":
+        price = {"input_per_mtok": 0, "output_per_mtok": 0}
+        worker = {"name": "boss", "backend": "http", "model": "boss-m", "base_url": unreachable_url(), "price": price}
+        worker["max_retries"] = 0
+    path.write_text(json.dumps({"workers": [worker], "tools": ["python"]}))
+    return str(path)
+
+
+def unreachable_url() -> str:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_run_shows_every_call_with_its_status_and_reason(tmp_path):
+    replies = [
+        '<tool_call>{"name": "python", "arguments": {"code": "print(1/0)"}}</tool_call>',
+        '<tool_call>{"name": "python", "arguments": {"code": 7}</tool_call>',
+        "<answer>7</answer>",
+    ]
+    result = runner.invoke(app, ["run", "What is 7?", "--pool", orchestrator_pool(tmp_path, replies)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "EXEC_ERR" in out and "ZeroDivisionError: division by zero" in out
+    assert "PARSE_ERR" in out and "not valid JSON" in out and "char" in out  # the position of the error
+    assert "stop: answer" in out and "answer: 7" in out and "tokens:" in out and "USD:" in out and "wall:" in out
+    as_json = runner.invoke(app, ["run", "What is 7?", "--json", "--pool", orchestrator_pool(tmp_path, replies)])
+    (record,) = json_lines(as_json.stdout)
+    assert record["answer"] == "7" and len(record["turns"]) == 3
+
+
+def test_an_unreachable_backend_is_one_line_naming_it_and_its_own_exit_code(tmp_path):
+    pool = orchestrator_pool(tmp_path, [], backend="http")
+    result = runner.invoke(app, ["run", "What is 7?", "--pool", pool, "--max-seconds", "60"])
+    assert result.exit_code == 3, result.output
+    assert result.stdout == ""  # no empty table
+    (line,) = [line for line in result.stderr.splitlines() if line.strip()]
+    assert "http://127.0.0.1:" in line and "connection failed" in line and "reachable" in line
+
+
+def test_the_episode_reports_its_steps_and_the_live_line_shows_them():
+    import asyncio
+
+    from podium.cli.common import LiveEpisode
+    from podium.core.progress import EpisodeEvent, token_progress
+    from podium.pool.config import PoolConfig, WorkerConfig
+    from podium.pool.pool import build_pool
+    from podium.runtime import Executor, RunConfig
+
+    replies = ['<tool_call>{"name": "python", "arguments": {"code": "print(2)"}}</tool_call>', "<answer>2</answer>"]
+    worker = WorkerConfig(
+        name="boss",
+        backend="scripted",
+        model="boss-m",
+        replies=replies,
+        price={"input_per_mtok": 0, "output_per_mtok": 0},
+    )
+    events: list[EpisodeEvent] = []
+    executor = Executor(build_pool(PoolConfig(workers=[worker], tools=["python"])), RunConfig())
+    trajectory = asyncio.run(executor.run("1+1?", on_event=events.append))
+    assert trajectory.answer == "2"
+    assert [(e.kind, e.turn) for e in events] == [("generating", 0), ("calling", 0), ("generating", 1)]
+    assert token_progress.get() is None  # nothing leaks out of the episode
+    display = LiveEpisode("serial · boss-m")
+    for event in [EpisodeEvent("generating", 0), EpisodeEvent("tokens", 0, tokens=17)]:
+        display.update(event)
+    line = display.__rich__()
+    assert "turn 1" in line and "17 tokens generated" in line and line.endswith(" s")

@@ -173,7 +173,8 @@ def test_an_airline_task_runs_end_to_end_on_the_embedded_model():
     airline = load_domain("airline")
     task = airline.task("7")
     pool = build_pool(embedded_pool_config())
-    config = RunConfig(max_turns=2, max_tokens=32, allow=[])  # the domain's tools only: a shorter prompt
+    # The domain's tools only: a shorter prompt. The budget holds the largest call with little free text.
+    config = RunConfig(max_turns=2, max_tokens=1200, allow=[])
     user = UserSimulatorConfig(max_turns=2, max_tokens=24)
     episode = asyncio.run(run_task(pool, config, airline, task, user=user))
     trajectory = episode.trajectory

@@ -329,8 +329,9 @@ def test_an_answer_cut_off_at_max_tokens_is_a_parse_error() -> None:
 
 
 def test_call_grammar_resolves_schema_definitions() -> None:
+    from podium.backends.grammar import Limits
     from podium.core.calls import ToolSpec
-    from podium.policies.hermes import call_regex
+    from podium.policies.hermes import call_grammar
 
     parameters = {
         "type": "object",
@@ -338,8 +339,10 @@ def test_call_grammar_resolves_schema_definitions() -> None:
         "required": ["passenger"],
         "$defs": {"Passenger": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
     }
-    grammar = call_regex([ToolSpec(name="book", description="Book.", parameters=parameters)])
-    assert re.fullmatch(grammar, '<tool_call>{"name": "book", "arguments": {"passenger": {"name": "Ann"}}}</tool_call>')
+    grammar = call_grammar([ToolSpec(name="book", description="Book.", parameters=parameters)], Limits())
+    assert grammar.max_tokens is not None
+    call = '<tool_call>{"name": "book", "arguments": {"passenger": {"name": "Ann"}}}</tool_call>'
+    assert re.fullmatch(grammar.regex, call)
 
 
 def test_role_cost_bounds_charge_their_own_helper_tool() -> None:

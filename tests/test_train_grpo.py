@@ -18,11 +18,17 @@ from podium.core.preference import Preference
 from podium.core.trajectory import Turn
 from podium.rewards.shaping import turn_shaping
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
-from podium.train.grpo import batch_plan, rollout_sample, run_grpo
 from podium.train.samples import NO_TURN, ChatFormat, TrainingDataError, single_sample
 from podium.train.scoring import RewardScorer, Scored, group_result
 from podium.train.tasks import load_tasks
 from tests.test_train_support import arithmetic_trajectory, tiny_model, tiny_tokenizer, tool_turn
+
+
+def grpo():
+    """podium.train.grpo, imported when a test needs it: it loads TRL (seconds), which collection must not pay."""
+    from podium.train import grpo as module
+
+    return module
 
 
 def grpo_config(tmp_path, **fields) -> GRPOConfig:
@@ -83,7 +89,7 @@ def test_advantages_reach_policy_tokens_only() -> None:
     turn_ids = [sample.turns[sample.prompt_length :] for sample in samples]
     for mode in ("turn", "mt_grpo"):
         config = GRPOConfig(tasks="t.jsonl", output_dir="o", group_size=4, batch_size=4, advantage=mode)
-        plan = batch_plan(group, turn_ids, config)
+        plan = grpo().batch_plan(group, turn_ids, config)
         assert plan.groups_dropped == 0.0 and plan.rewards == [1.0, 0.0, 0.0, None]
         advantages, mask = torch.tensor(plan.advantages), torch.tensor(plan.masks)
         policy = torch.tensor([[turn != NO_TURN for turn in row] for row in turn_ids])
@@ -92,7 +98,7 @@ def test_advantages_reach_policy_tokens_only() -> None:
         assert (advantages[0][policy[0]] > 0).all() and (advantages[1][policy[1]] < 0).all()
         first, second = (advantages[0][torch.tensor(turn_ids[0]) == turn] for turn in (0, 1))
         assert (first.unique().numel(), second.unique().numel()) == (1, 1)
-    homogeneous = batch_plan([scored(1.0)] * 4, turn_ids, config)
+    homogeneous = grpo().batch_plan([scored(1.0)] * 4, turn_ids, config)
     assert homogeneous.groups_dropped == 1.0 and not any(map(any, homogeneous.masks))
     assert homogeneous.rewards == [None] * 4
 
@@ -142,7 +148,7 @@ def test_grpo_steps_move_the_policy_towards_rewarded_rollouts(tmp_path) -> None:
         logging_steps=1,
     )
     seen: list[tuple[str, int]] = []
-    result = run_grpo(config, rollouts=scripted_rollouts(seen), tools=["python"])
+    result = grpo().run_grpo(config, rollouts=scripted_rollouts(seen), tools=["python"])
     assert result.steps == 2
     groups = [seen[start : start + 4] for start in range(0, len(seen), 4)]
     assert len(groups) == 4 and all(len(set(group)) == 1 for group in groups)  # a group shares its instance
@@ -161,6 +167,6 @@ def test_a_rollout_without_any_turn_keeps_its_row_outside_the_loss() -> None:
     tokenizer = tiny_tokenizer()
     failed = arithmetic_trajectory(12, 34)
     failed = failed.model_copy(update={"messages": failed.messages[:2], "turns": [], "answer": None})
-    sample = rollout_sample(failed, ChatFormat(tokenizer))
+    sample = grpo().rollout_sample(failed, ChatFormat(tokenizer))
     assert sample.input_ids[-1] == tokenizer.eos_token_id and sum(sample.mask) == 0
     assert sample.prompt_length == len(sample.input_ids) - 1

@@ -5,8 +5,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from typing import Any
 
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
 from podium.core.messages import Message
@@ -32,8 +31,11 @@ REWRITING = (
 SYSTEM = "You are an orchestrator. Call python for arithmetic, then answer in <answer></answer>."
 
 
-def tiny_tokenizer(template: str = CHATML) -> PreTrainedTokenizerFast:
+def tiny_tokenizer(template: str = CHATML) -> Any:
     """A byte-level BPE (any text round-trips) trained in milliseconds on orchestration-like text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # here: collection stays fast
+    from transformers import PreTrainedTokenizerFast
+
     corpus = [SYSTEM, '<tool_call>{"name": "python", "arguments": {"code": "print(12*34)"}}</tool_call>']
     corpus += ['<tool_response name="python" status="OK">\n408\n</tool_response>', "<answer>408</answer>"]
     corpus += ["<think>I should compute it.</think>", "What is 12 * 34?"] * 3
@@ -54,9 +56,10 @@ def tiny_tokenizer(template: str = CHATML) -> PreTrainedTokenizerFast:
     return fast
 
 
-def tiny_model(tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCausalLM:
+def tiny_model(tokenizer: Any, seed: int = 0) -> Any:
     """A randomly initialised 2-layer Llama with hidden size 32."""
     import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(

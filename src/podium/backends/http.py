@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import httpx
-import openai
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
@@ -68,6 +67,8 @@ class HttpBackend(ChatBackend):
             api_key = os.environ.get(config.api_key_env, "")
             if not api_key:
                 raise BackendError(f"the API key for {config.base_url} is missing: set {config.api_key_env}")
+        import openai  # here, not at module import: it takes seconds, and `podium --help` must not pay it
+
         self._client = openai.AsyncOpenAI(
             base_url=config.base_url,
             api_key=api_key,
@@ -96,6 +97,8 @@ class HttpBackend(ChatBackend):
             }
         if request.regex is not None:
             body["extra_body"] = {"structured_outputs": {"regex": request.regex}}
+        import openai  # loaded by __init__ already
+
         async with self._in_flight:
             try:
                 raw = await asyncio.wait_for(

@@ -1,8 +1,7 @@
-"""A Hugging Face causal LM run in-process with transformers (CPU or GPU), with optional JSON-schema
-constrained decoding through outlines-core."""
+"""A Hugging Face causal LM run in-process with transformers (CPU or GPU), optionally with a LoRA adapter, with
+grammar-constrained decoding (regular expressions and JSON schemas) through llguidance."""
 
 import asyncio
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,10 +10,12 @@ from typing import Any, Literal
 from pydantic import PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
+from podium.backends.constraint import GrammarProcessor, TokenCounter, grammar_tokenizer, schema_regex
 from podium.backends.embedded import EMBEDDED_MODEL, embedded_model_dir
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.messages import Message
+from podium.core.progress import token_progress
 from podium.costs.bounds import prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.extras import require_extra
@@ -27,6 +28,8 @@ class LocalBackendConfig(Config):
     """Name used in pools, records and price sheets."""
     path: str | None = None
     """Checkpoint directory or hub id; ``None`` means the embedded SmolLM2-135M-Instruct."""
+    adapter: str | None = None
+    """A LoRA adapter directory (from ``podium train sft`` with ``lora:``) merged into the model when it loads."""
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """Where to run: ``auto`` picks CUDA when available."""
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
@@ -51,8 +54,7 @@ class LocalBackend(ChatBackend):
         self._load_lock = threading.Lock()
         self._one_at_a_time = LoopSemaphore(1)
         self._loaded: tuple[Any, Any, Any] | None = None
-        self._constraints: dict[str, Any] = {}
-        self._constraint_backend: Any = None
+        self._grammar_tokenizer: Any = None
         self._requests = 0
 
     @classmethod
@@ -90,6 +92,8 @@ class LocalBackend(ChatBackend):
         model = transformers.AutoModelForCausalLM.from_pretrained(
             source, dtype=getattr(torch, dtype_name), local_files_only=local_only
         ).to(device)
+        if self.config.adapter:
+            model = load_adapter(model, self.config.adapter)
         model.eval()
         if tokenizer.chat_template is None:
             raise BackendError(f"model at {source} has no chat template; give a chat (instruct) model")
@@ -135,14 +139,14 @@ class LocalBackend(ChatBackend):
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         try:
-            if request.json_schema is not None:
-                constraint = self._constraint("json", request.json_schema)
-                options["logits_processor"] = transformers.LogitsProcessorList([constraint])
-            if request.regex is not None:
-                constraint = self._constraint("regex", request.regex)
-                options["logits_processor"] = transformers.LogitsProcessorList([constraint])
-        except ValueError as error:  # outlines-core: unsupported schema, or too many automaton states
+            regex = schema_regex(request.json_schema) if request.json_schema is not None else request.regex
+            if regex is not None:
+                options["logits_processor"] = transformers.LogitsProcessorList([self._constraint(regex)])
+        except ValueError as error:  # a grammar llguidance cannot use
             raise BackendError(f"cannot build the decoding constraint: {error}") from error
+        report = token_progress.get()
+        if report is not None:
+            options["streamer"] = TokenCounter(report)
         if stop:
             options["stop_strings"] = stop
             options["tokenizer"] = tokenizer
@@ -157,27 +161,24 @@ class LocalBackend(ChatBackend):
                 text, reason = text[: text.index(marker)], "stop"
         return Completion(text, prompt_tokens, completion_tokens, reason)
 
-    def _constraint(self, kind: Literal["json", "regex"], target: dict[str, Any] | str) -> Any:
-        # Index construction costs up to seconds per grammar: keep one per grammar, reset before each use.
-        source = json.dumps(target, sort_keys=True) if kind == "json" else str(target)
-        key = f"{kind}:{source}"
-        if key not in self._constraints:
-            if self._constraint_backend is None:
-                outlines = require_extra("local", "outlines")
-                core = require_extra("local", "outlines.backends.outlines_core")
-                _, model, tokenizer = self.load()
-                self._constraint_backend = core.OutlinesCoreBackend(outlines.from_transformers(model, tokenizer))
-            build = (
-                self._constraint_backend.get_json_schema_logits_processor
-                if kind == "json"
-                else self._constraint_backend.get_regex_logits_processor
-            )
-            self._constraints[key] = build(source)
-        processor = self._constraints[key]
-        processor.reset()
-        return processor
+    def _constraint(self, regex: str) -> GrammarProcessor:
+        tokenizer = self.load()[2]
+        if self._grammar_tokenizer is None:  # generations run one at a time: no race
+            self._grammar_tokenizer = grammar_tokenizer(tokenizer)
+        return GrammarProcessor(self._grammar_tokenizer, regex)
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:
     """Messages as the chat template takes them (tool observations are user turns)."""
     return [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages]
+
+
+def load_adapter(model: Any, adapter: str) -> Any:
+    """``model`` with the LoRA adapter in directory ``adapter`` merged into its weights (needs peft)."""
+    if not (Path(adapter) / "adapter_config.json").exists():
+        raise BackendError(
+            f"no LoRA adapter at {adapter} (adapter_config.json is missing): `podium train sft` with a `lora:` "
+            "config writes one"
+        )
+    peft = require_extra("local", "peft")
+    return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()

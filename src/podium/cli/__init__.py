@@ -9,7 +9,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from podium import __version__
+import podium
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"podium {__version__}")
+        typer.echo(f"podium {podium.__version__}")
         raise typer.Exit()
 
 

@@ -1,22 +1,43 @@
-"""What the command modules share: console streams, common options, error exits, pool loading and the trace
-of a trajectory."""
+"""What the command modules share: console streams, common options, error exits, pool loading, JSON Lines, the
+trace of a trajectory and the live display of a running episode."""
 
+import json
+import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 
 from podium.backends.base import BackendError
+from podium.core.budget import StopReason
+from podium.core.calls import ToolResult
+from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import PodiumError
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
 from podium.sandbox import SandboxConfig
 
-console = Console()
-errors = Console(stderr=True)
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console that wraps to the terminal's width, and that neither wraps nor cuts anything when its output
+    goes to a pipe or a file."""
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, soft_wrap=True, width=PIPED_WIDTH)
+
+
+PIPED_WIDTH = 4096
+"""Columns of a console writing to a pipe or a file: tables keep their natural width instead of 80 columns."""
+console = make_console()
+errors = make_console(stderr=True)
+BACKEND_FAILED = 3
+"""Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
 
 PoolOption = Annotated[
     Path | None, typer.Option("--pool", help="Pool YAML (PoolConfig); default: the embedded offline pool.")
@@ -31,7 +52,7 @@ UnisolatedOption = Annotated[
     bool,
     typer.Option("--allow-unisolated", help="Run code without isolation if bubblewrap is unavailable (unsafe)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
 
 
 def fail(error: Exception, code: int = 2) -> typer.Exit:
@@ -59,22 +80,30 @@ def open_pool(
         raise fail(error) from error
 
 
+def print_json_line(record: object) -> None:
+    """One JSON object on one line of stdout (JSON Lines), never wrapped or highlighted."""
+    text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False, default=str)
+    sys.stdout.write(text.replace("\n", " ") + "\n")
+    sys.stdout.flush()
+
+
 def print_trace(trajectory: Trajectory) -> None:
-    """Each turn and call with status, tokens, USD and latency; then totals and the answer."""
+    """Each turn and call with status, tokens, USD, latency and the reason of anything not OK; then totals, the
+    stop reason and the answer."""
     table = Table(title=f"{trajectory.metadata.get('policy', '')} trajectory", title_justify="left")
-    for column in ("turn", "call", "worker", "status", "tokens", "USD", "seconds"):
+    for column in ("turn", "call", "worker", "status", "tokens", "USD", "seconds", "reason"):
         table.add_column(column, justify="right" if column in ("tokens", "USD", "seconds") else "left")
     for turn in trajectory.turns:
         usage = turn.usage
-        status = "PARSE_ERR" if turn.parse_error else ""
+        status = "PARSE_ERR" if turn.parse_error else "OK"
         table.add_row(
             str(turn.index), "(orchestrator)", trajectory.metadata.get("orchestrator", ""), status,
-            str(usage.tokens), f"{usage.usd:.6f}", f"{usage.latency_s:.2f}",
+            str(usage.tokens), f"{usage.usd:.6f}", f"{usage.latency_s:.2f}", turn.parse_error or "",
         )  # fmt: skip
         for result in turn.results:
             table.add_row(
-                "", result.call.name, result.worker or "", result.status.value,
-                str(result.usage.tokens), f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}",
+                "", result.call.name, result.worker or "", result.status.value, str(result.usage.tokens),
+                f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}", _reason(result),
             )  # fmt: skip
     console.print(table)
     total = trajectory.usage
@@ -83,7 +112,70 @@ def print_trace(trajectory: Trajectory) -> None:
         f"cost units: {total.cost_units:g}  wall: {trajectory.wall_s:.1f} s  stop: {trajectory.stop_reason}",
         highlight=False,
     )
-    for turn in trajectory.turns:
-        if turn.parse_error:
-            console.print(f"[yellow]turn {turn.index} not parsed:[/yellow] {turn.parse_error}", highlight=False)
+    if trajectory.metadata.get("error"):
+        console.print(f"[red]error:[/red] {trajectory.metadata['error']}", highlight=False)
     console.print(f"[bold]answer:[/bold] {trajectory.answer}", highlight=False)
+
+
+def _reason(result: ToolResult) -> str:
+    """A call's reason on one line (which limit, where parsing failed, the exception), with the last line of a
+    failed call's output when the reason does not already hold it (a traceback's ``Type: message``)."""
+    reason = " ".join((result.reason or "").split())
+    if result.ok or not result.observation:
+        return reason
+    lines = [line.strip() for line in result.observation.splitlines()]
+    last = next((line for line in reversed(lines) if line and not line.startswith("[")), "")
+    return f"{reason}: {last}" if last and last not in reason else reason
+
+
+def backend_failure(trajectory: Trajectory) -> typer.Exit | None:
+    """When the orchestrator's backend failed before the episode did anything: one line naming the endpoint and
+    what to check, and the exit to raise (:data:`BACKEND_FAILED`)."""
+    error = trajectory.metadata.get("error")
+    if trajectory.stop_reason is not StopReason.ERROR or not error:
+        return None
+    errors.print(
+        f"[red]error:[/red] {error}. Check that the server is running and reachable at that address, and the "
+        "worker's model name and API key (--pool).",
+        highlight=False,
+    )
+    return typer.Exit(BACKEND_FAILED)
+
+
+class LiveEpisode:
+    """A live line on stderr while an episode runs: the turn, what it is doing, the tokens the model has
+    generated so far and the elapsed time. Pass :meth:`update` as ``on_event`` to :meth:`Executor.run`."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.perf_counter()
+        self.turn = 0
+        self.doing = "starting"
+        self.tokens = 0
+        self.generated = 0
+        self.live = Live(self, console=errors, transient=True, refresh_per_second=4)
+
+    def update(self, event: EpisodeEvent) -> None:
+        self.turn = event.turn
+        if event.kind == "generating":
+            self.doing = "orchestrator generating"
+            self.generated = self.tokens
+        elif event.kind == "tokens":
+            self.tokens = self.generated + event.tokens
+        else:
+            self.doing = f"running its {event.detail}"
+            self.generated = self.tokens
+
+    def __rich__(self) -> str:
+        elapsed = time.perf_counter() - self.started
+        return (
+            f"[bold]{self.label}[/bold]  turn {self.turn + 1}  {self.doing}  {self.tokens} tokens generated  "
+            f"{elapsed:.0f} s"
+        )
+
+    def __enter__(self) -> "LiveEpisode":
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(*exc)  # type: ignore[arg-type]

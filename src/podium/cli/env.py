@@ -2,7 +2,6 @@
 orchestrator runtime against a simulated user."""
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +9,16 @@ import typer
 from rich.table import Table
 
 from podium.backends.base import BackendError
-from podium.cli.common import PoolOption, UnisolatedOption, console, errors, fail, open_pool, print_trace
+from podium.cli.common import (
+    PoolOption,
+    UnisolatedOption,
+    console,
+    errors,
+    fail,
+    open_pool,
+    print_json_line,
+    print_trace,
+)
 from podium.core.trajectory import write_trajectories
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import Domain, Task, data_dir, known_domains, load_domain
@@ -21,6 +29,8 @@ from podium.runtime import RunConfig
 
 app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
+TurnTokensOption = Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn, in tokens.")]
+UsdOption = Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode (default: none).")]
 DataDirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
 ]
@@ -65,7 +75,7 @@ def env_replay(
     domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain to replay.")],
     task: Annotated[str | None, typer.Option("--task", help="Only this task id.")] = None,
     data: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per task.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one object per task.")] = False,
 ) -> None:
     """Replay each task's golden actions on a fresh database: did every action run, did the database change,
     and do the three solved criteria hold when the golden run is judged against itself."""
@@ -92,7 +102,7 @@ def env_replay(
             "failed_actions": golden.errors,
         }
         if as_json:
-            console.print_json(json.dumps(row))
+            print_json_line(row)
             continue
         table.add_row(
             item.id,
@@ -120,8 +130,8 @@ def env_run(
     pool: PoolOption = None,
     policy: Annotated[PolicyName, typer.Option("--policy", help="Action space (only serial can converse).")] = "serial",
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Most orchestrator turns, all replies.")] = 10,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn.")] = 256,
-    max_usd: Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode.")] = None,
+    max_tokens: TurnTokensOption = 256,
+    max_usd: UsdOption = None,
     allow: Annotated[
         list[str] | None,
         typer.Option(
@@ -130,15 +140,15 @@ def env_run(
     ] = None,
     deny: Annotated[list[str] | None, typer.Option("--deny", help="Not this tool/role/worker (repeatable).")] = None,
     user_worker: Annotated[
-        str | None, typer.Option("--user-worker", help="Pool worker playing the user [default: the orchestrator].")
+        str | None, typer.Option("--user-worker", help="Pool worker playing the user (default: the orchestrator).")
     ] = None,
     user_turns: Annotated[int, typer.Option("--user-turns", min=1, help="Most user messages.")] = 10,
     user_tokens: Annotated[
-        int, typer.Option("--user-tokens", min=1, help="Completion budget of a user message.")
+        int, typer.Option("--user-tokens", min=1, help="Completion budget of a user message, in tokens.")
     ] = 128,
     trace: Annotated[Path | None, typer.Option("--trace", help="Append the trajectory to this JSONL.")] = None,
     data: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the criteria as one JSON object.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the criteria as one JSON line.")] = False,
     allow_unisolated: UnisolatedOption = False,
 ) -> None:
     """Run one task end to end: the orchestrator over the pool plus the domain's tools converses with a
@@ -161,7 +171,7 @@ def env_run(
     row = _criteria_row(domain.name, chosen.id, trajectory.metadata, criteria)
     row["turns"], row["stop_reason"] = len(trajectory.turns), str(trajectory.stop_reason)
     if as_json:
-        console.print_json(json.dumps(row))
+        print_json_line(row)
         return
     print_trace(trajectory)
     for message in episode.user.history[1:]:

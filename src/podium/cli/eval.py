@@ -46,10 +46,11 @@ def eval_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples solved at once.")] = 4,
     max_usd: Annotated[
-        float | None, typer.Option("--max-usd", min=0.0, help="Stop starting samples once the run has spent this.")
+        float | None,
+        typer.Option("--max-usd", min=0.0, help="Stop starting samples once the run has spent this many USD."),
     ] = None,
     data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data [default: $PODIUM_DATA or ../shared/data].")
+        Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
     ] = None,
     hub: Annotated[
         bool, typer.Option("--hub", help="Load the benchmark from the Hugging Face hub (needs datasets).")

@@ -5,6 +5,7 @@ Without the main CLI: ``python -m podium.cli.index hotpot``.
 """
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:  # needs the search extra; commands import it when they run
 
 app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(soft_wrap=not sys.stdout.isatty())
+errors = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 ModelOption = Annotated[
     str,
@@ -77,7 +78,7 @@ def search(
     directory: Annotated[Path, typer.Argument(help="Index directory written by `podium index build`.")],
     query: Annotated[str, typer.Argument(help="The search query.")],
     k: Annotated[int, typer.Option("-k", "--k", min=1, help="Number of passages to return.")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one passage per line.")] = False,
 ) -> None:
     """Print the top-k passages of an index for a query, with ids, titles and scores."""
     try:
@@ -87,7 +88,8 @@ def search(
     except PodiumError as error:
         raise _fail(error) from error
     if as_json:
-        console.print_json(json.dumps([hit.to_dict() for hit in hits]))
+        for rank, hit in enumerate(hits, start=1):
+            sys.stdout.write(json.dumps({"rank": rank, **hit.to_dict()}, ensure_ascii=False) + "\n")
         return
     for rank, hit in enumerate(hits, start=1):
         console.print(f"[bold]{rank}. {hit.title}[/bold]  (id {hit.id!r}, score {hit.score:.4f})", highlight=False)
@@ -98,10 +100,10 @@ def search(
 def hotpot(
     source: Annotated[
         Path | None,
-        typer.Option("--source", help="HotpotQA JSON file [default: $PODIUM_DATA_DIR or ../shared/data, qa/...]."),
+        typer.Option("--source", help="HotpotQA JSON file (default: $PODIUM_DATA_DIR or ../shared/data, qa/...)."),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Index directory [default: $PODIUM_CACHE/indexes/hotpot].")
+        Path | None, typer.Option("--out", help="Index directory (default: $PODIUM_CACHE/indexes/hotpot).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the index is up to date.")] = False,
 ) -> None:

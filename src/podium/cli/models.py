@@ -19,7 +19,7 @@ def ask_command(
     question: Annotated[str, typer.Argument(help="The question.")],
     model: Annotated[str | None, typer.Option("--model", help="Worker to ask; default: the pool's first.")] = None,
     pool: PoolOption = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Completion budget.")] = 256,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Completion budget, in tokens.")] = 256,
     temperature: Annotated[float, typer.Option("--temperature", help="0 is greedy.")] = 0.0,
 ) -> None:
     """One model answers, no tools (the no-tools baseline); prints the answer and its cost."""

@@ -16,25 +16,58 @@ from podium.cli.common import (
     console,
     errors,
     open_pool,
+    print_json_line,
 )
 from podium.core.calls import Status, ToolCall, ToolResult
+from podium.pool.pool import Pool
 
 app = typer.Typer(help="List and call the tools of the pool.", no_args_is_help=True)
 
 
 @app.command("list")
-def tools_list(pool: PoolOption = None, prices: PricesOption = None, as_json: JsonOption = False) -> None:
-    """List the tools: name, description and JSON-schema parameters."""
-    specs = [spec.model_dump() for spec in open_pool(pool, prices=prices).registry.specs()]
+def tools_list(
+    pool: PoolOption = None,
+    prices: PricesOption = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also print each tool's description and JSON-schema parameters.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the tools, one line each: name, kind (tool, role or model) and price."""
+    opened = open_pool(pool, prices=prices)
+    rows = [{**spec.model_dump(), **_kind_and_price(opened, spec.name)} for spec in opened.registry.specs()]
     if as_json:
-        console.print_json(json.dumps(specs))
+        for row in rows:
+            print_json_line(row)
         return
-    table = Table(show_lines=True)
-    for column in ("tool", "description", "parameters"):
-        table.add_column(column, overflow="fold")
-    for spec in specs:
-        table.add_row(spec["name"], spec["description"], json.dumps(spec["parameters"], indent=1))
-    console.print(table)
+    if verbose:
+        table = Table(show_lines=True)
+        for column in ("tool", "kind", "price", "description", "parameters"):
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            parameters = json.dumps(row["parameters"], indent=1)
+            table.add_row(row["name"], row["kind"], row["price"], row["description"], parameters)
+        console.print(table)
+        return
+    width = max(len(row["name"]) for row in rows)
+    for row in rows:
+        console.print(f"{row['name']:<{width}}  {row['kind']:<5}  {row['price']}", markup=False, highlight=False)
+
+
+def _kind_and_price(pool: Pool, name: str) -> dict[str, str]:
+    """Whether a tool is a basic tool, an agent role or a model, and its price as text."""
+    workers = {label: worker for worker, label in pool.labels.items()}
+    if name in workers:
+        price = pool.backends[workers[name]].price
+        return {"kind": "model", "price": f"${price.input_per_mtok:g}/${price.output_per_mtok:g} per 1M tokens in/out"}
+    price = pool.prices.tool_price(name)
+    parts = [
+        f"${price.per_call_usd:g}/call" if price.per_call_usd else "",
+        f"${price.per_second_usd:g}/s" if price.per_second_usd else "",
+        f"{price.cost_units:g} cost units" if price.cost_units else "",
+    ]
+    kind = "role" if name in pool.config.roles else "tool"
+    return {"kind": kind, "price": " + ".join(part for part in parts if part) or "free"}
 
 
 @app.command("call")
@@ -47,7 +80,8 @@ def tools_call(
     allow_unisolated: UnisolatedOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Call one tool and print its value, status, cost and latency; exits 1 unless the status is OK."""
+    """Call one tool and print its value, status, cost and latency; exits 1 unless the status is OK. With
+    --json, the whole result as one JSON line."""
     registry = open_pool(pool, prices=prices, sandbox_config=sandbox_config, allow_unisolated=allow_unisolated).registry
     try:
         arguments = json.loads(args)
@@ -57,7 +91,7 @@ def tools_call(
     else:
         result = asyncio.run(registry.call(ToolCall(name=name, arguments=arguments)))
     if as_json:
-        console.print_json(result.model_dump_json())
+        print_json_line(result.model_dump_json())
     else:
         print_result(result)
     if result.status is not Status.OK:

@@ -51,6 +51,15 @@ def _settings(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _require_checkpoint(path: str | None, config: Path) -> None:
+    """A start checkpoint that is not there is one line naming the command that writes it (never a download)."""
+    if path is not None and not Path(path).exists():
+        raise ConfigError(
+            f"no checkpoint at {path} (model.path of {config}): `podium train sft` writes it; run it first with "
+            f"output_dir: {path} (e.g. podium train sft --config examples/data/train_sft.yaml)"
+        )
+
+
 def _report(result: TrainResult) -> None:
     losses = [entry["loss"] for entry in result.log if "loss" in entry]
     last = f", last loss {losses[-1]:.4g}" if losses else ""
@@ -78,6 +87,7 @@ def sft_command(
     }
     try:
         settings = SFTConfig.from_dict(_settings(config, overrides), source=str(config))
+        _require_checkpoint(settings.model.path, config)
         result = run_sft(settings)
     except PodiumError as error:
         raise _fail(error) from error
@@ -111,6 +121,7 @@ def grpo_command(
     }
     try:
         settings = GRPOConfig.from_dict(_settings(config, overrides), source=str(config))
+        _require_checkpoint(settings.model.path, config)
         # The GRPO trainer subclasses TRL's at import, so it is imported only once the train extra is needed.
         from podium.train.grpo import run_grpo
 

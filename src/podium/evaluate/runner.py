@@ -17,11 +17,19 @@ import os
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from podium.benchmarks.items import BenchmarkItem
 from podium.benchmarks.loaders import Benchmark
@@ -252,12 +260,15 @@ async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grad
 
 
 def _progress(enabled: bool) -> Progress:
+    """The bar of a run on stderr: done/total, accuracy so far, USD spent, elapsed time and ETA."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("acc {task.fields[accuracy]:.3f}  ${task.fields[usd]:.4f}"),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=Console(stderr=True),
         disable=not enabled,
     )
@@ -302,72 +313,75 @@ async def run_eval(
             repairs.append(f"moved {dropped} torn or duplicate line(s) of {RESULTS_FILE} to {REJECTED_FILE}")
         for note in repairs:
             log.warning("%s", note)
-        grader = grader or Grader(data_dir=data_dir)
-        summary = await _evaluate(
-            system, benchmark.name, items, samples, previous, out, concurrency, max_usd, grader, progress
-        )
+        run = _Run(system, benchmark.name, grader or Grader(data_dir=data_dir), out, max_usd)
+        summary = await run.attempt_all(items, samples, previous, concurrency, progress)
     return summary.model_copy(update={"dropped_lines": dropped, "repairs": repairs})
 
 
-async def _evaluate(
-    system: System,
-    benchmark: str,
-    items: list[BenchmarkItem],
-    samples: int,
-    previous: list[EvalRecord],
-    out: Path,
-    concurrency: int,
-    max_usd: float | None,
-    grader: Grader,
-    progress: bool,
-) -> EvalSummary:
-    """Attempt every selected (item, sample) not in ``previous``, appending each record as it finishes."""
-    selected = {(item.id, sample) for item in items for sample in range(samples)}
-    finished = {record.key: record for record in previous if record.key in selected}
-    queue = deque((item, sample) for item in items for sample in range(samples) if (item.id, sample) not in finished)
-    spent = sum(record.usage.usd for record in previous)
-    resumed = len(finished)
-    budget_hit = False
+class _Run:
+    """One invocation of a run: the samples left, the spend and the score so far, the results file."""
 
-    with _progress(progress) as bar, (out / RESULTS_FILE).open("ab") as handle:
-        correct = sum(record.verdict.correct for record in finished.values())
-        task = bar.add_task(
-            f"{benchmark} · {system.name}",
+    def __init__(self, system: System, benchmark: str, grader: Grader, out: Path, max_usd: float | None) -> None:
+        self.system, self.benchmark, self.grader, self.out, self.max_usd = system, benchmark, grader, out, max_usd
+        self.finished: dict[tuple[str, int], EvalRecord] = {}
+        self.queue: deque[tuple[BenchmarkItem, int]] = deque()
+        self.spent = 0.0
+        self.correct = 0
+        self.budget_hit = False
+
+    async def attempt_all(
+        self, items: list[BenchmarkItem], samples: int, previous: list[EvalRecord], concurrency: int, progress: bool
+    ) -> EvalSummary:
+        """Attempt every selected (item, sample) not in ``previous``, appending each record as it finishes."""
+        selected = {(item.id, sample) for item in items for sample in range(samples)}
+        self.finished = {record.key: record for record in previous if record.key in selected}
+        self.queue.extend((i, k) for i in items for k in range(samples) if (i.id, k) not in self.finished)
+        self.spent = sum(record.usage.usd for record in previous)
+        self.correct = sum(record.verdict.correct for record in self.finished.values())
+        resumed = len(self.finished)
+        with _progress(progress) as bar, (self.out / RESULTS_FILE).open("ab") as handle:
+            task = bar.add_task(
+                f"{self.benchmark} · {self.system.name}",
+                total=len(selected),
+                completed=resumed,
+                accuracy=self.correct / resumed if resumed else 0.0,
+                usd=self.spent,
+            )
+            workers = [
+                asyncio.create_task(self._worker(handle, bar, task)) for _ in range(min(concurrency, len(self.queue)))
+            ]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                # A bug in one attempt stops the run: the others are cancelled before they can write again.
+                for running in workers:
+                    running.cancel()
+        return EvalSummary(
+            out=str(self.out),
             total=len(selected),
-            completed=resumed,
-            accuracy=correct / resumed if resumed else 0.0,
-            usd=spent,
+            done=len(self.finished),
+            resumed=resumed,
+            correct=self.correct,
+            errors=sum(record.error is not None for record in self.finished.values()),
+            usd=self.spent,
+            stopped_by_budget=self.budget_hit and bool(self.queue),
         )
 
-        async def worker() -> None:
-            nonlocal spent, budget_hit, correct
-            while queue:
-                if max_usd is not None and spent >= max_usd:
-                    budget_hit = True
-                    return
-                item, sample = queue.popleft()
-                record = await attempt(system, item, sample, grader, benchmark)
-                # One write per record, flushed and synced, so a kill can only tear the line being written.
-                handle.write(storable_line(record).encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-                finished[record.key] = record
-                spent += record.usage.usd
-                correct += record.verdict.correct
-                bar.update(task, advance=1, accuracy=correct / len(finished), usd=spent)
-
-        workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(queue)))]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            # A bug in one attempt stops the run: the others are cancelled before they can write again.
-            for running in workers:
-                running.cancel()
-
-    errors = sum(record.error is not None for record in finished.values())
-    stopped = budget_hit and bool(queue)
-    return EvalSummary(out=str(out), total=len(selected), done=len(finished), resumed=resumed, correct=correct,
-                       errors=errors, usd=spent, stopped_by_budget=stopped)  # fmt: skip
+    async def _worker(self, handle: BinaryIO, bar: Progress, task: TaskID) -> None:
+        while self.queue:
+            if self.max_usd is not None and self.spent >= self.max_usd:
+                self.budget_hit = True
+                return
+            item, sample = self.queue.popleft()
+            record = await attempt(self.system, item, sample, self.grader, self.benchmark)
+            # One write per record, flushed and synced, so a kill can only tear the line being written.
+            handle.write(storable_line(record).encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+            self.finished[record.key] = record
+            self.spent += record.usage.usd
+            self.correct += record.verdict.correct
+            bar.update(task, advance=1, accuracy=self.correct / len(self.finished), usd=self.spent)
 
 
 def load_run(out: str | Path) -> tuple[RunManifest, list[EvalRecord]]:

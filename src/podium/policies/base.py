@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from podium.backends.grammar import Grammar, Limits, fit
 from podium.core.calls import Refusal, Status, ToolCall, ToolResult, ToolSpec
 from podium.core.trajectory import Turn
 from podium.errors import PodiumError
@@ -159,9 +160,24 @@ class Policy(ABC):
         """The message the orchestrator reads after output that could not be parsed."""
 
     @abstractmethod
-    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
-        """A regular expression for grammar-constrained decoding of the next output, given the actions of
-        earlier turns: every output it matches parses."""
+    def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
+        """The grammar of the next output with ``limits`` on its free text, given the actions of earlier turns:
+        every output it matches parses. ``None``: the policy has no grammar for this pool."""
+
+    def grammar(self, view: PoolView, previous: Sequence[Action] = (), max_tokens: int | None = None) -> Grammar | None:
+        """The grammar of the next output, its free text shrunk until any match fits ``max_tokens`` (so an
+        action always closes within the budget); raises :class:`~podium.backends.grammar.BudgetTooSmall` when
+        even its fixed parts do not fit."""
+        full = self.build_grammar(view, Limits(), previous)
+        if full is None or max_tokens is None:
+            return full
+
+        def build(limits: Limits) -> Grammar:
+            grammar = self.build_grammar(view, limits, previous)
+            assert grammar is not None  # the same view and history give a grammar at any limits
+            return grammar
+
+        return fit(build, max_tokens)
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         """Carry ``action`` out; ``history`` holds the earlier turns and ``limit`` the calls one round may make."""

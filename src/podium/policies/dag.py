@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from podium.backends.grammar import Grammar, Limits, choice, free_text, literal, optional, sequence
 from podium.core.calls import ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import (
@@ -35,7 +36,7 @@ from podium.policies.base import (
     Route,
     Subtask,
 )
-from podium.policies.hermes import ANSWER_CHARS, THINKING_CHARS, escape_protocol_tags, repeat
+from podium.policies.hermes import escape_protocol_tags
 from podium.pool.primitives import PRIMITIVES, primitive_call
 
 SUBTASK_CALL_PREFIX = "subtask-"
@@ -54,8 +55,6 @@ _ID = re.compile(r"\d{1,6}")
 GRAMMAR_NODES = 4
 """Most subtasks per plan that the decoding grammar allows (the validator allows ``max_subtasks``): bounded
 repetitions keep a small model from listing subtasks until its token budget runs out."""
-GRAMMAR_TEXT_CHARS = 80
-"""Most characters of a subtask description or route instruction under the grammar."""
 
 DAG_PROMPT = """You are an orchestrator that delegates selectively. For an easy question answer at once:
 <final_answer>ANSWER</final_answer>
@@ -151,50 +150,55 @@ class DagPolicy(Policy):
             return Outcome(await run_plan(action, dispatch, earlier_observations(history)))
         return await super().execute(action, dispatch, history, limit)
 
-    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
+    def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
         """Plans whose ids run on from the episode's last id in order, whose depends_on list earlier ids of the
         same plan, and which route every subtask once to an admissible pair, in the next round; after a plan
         ran, a ``<verify>`` comes first and only ``<replan/>`` opens a plan. Stricter than the validator (at
         most four subtasks, no dependencies across rounds), so a small model's plans are valid as decoded."""
         earlier = [action for action in previous if isinstance(action, Plan)]
-        answer = "<final_answer>" + repeat(r"[^<\n]", 1, ANSWER_CHARS) + "</final_answer>"
-        check = repeat("[^<]", 0, THINKING_CHARS)
-        plan = self._plan_grammar(view, earlier)
+        answer = sequence(literal("<final_answer>"), free_text(r"[^<\n]", 1, limits.answer), literal("</final_answer>"))
+        check = free_text("[^<]", 0, limits.thinking)
+        plan = self._plan_grammar(view, earlier, limits)
         if not earlier:
-            return answer if plan is None else f"({answer}|{plan})"
-        verified = f"<verify>{check}</verify>\n{answer}"
+            return answer if plan is None else choice(answer, plan)
+        verified = sequence(literal("<verify>"), check, literal("</verify>\n"), answer)
         if plan is None:
             return verified
-        return f"({verified}|<verify>{check}<replan/></verify>\n{plan})"
+        return choice(verified, sequence(literal("<verify>"), check, literal("<replan/></verify>\n"), plan))
 
-    def _plan_grammar(self, view: PoolView, earlier: list[Plan]) -> str | None:
-        pairs = "|".join(
-            f'model="{re.escape(model)}" skill="{re.escape(skill)}"' for model, skill in sorted(view.admissible)
-        )
+    def _plan_grammar(self, view: PoolView, earlier: list[Plan], limits: Limits) -> Grammar | None:
+        pairs = [literal(f'model="{model}" skill="{skill}"') for model, skill in sorted(view.admissible)]
         if not pairs:
             return None
         first = 1 + max((subtask.id for plan in earlier for subtask in plan.subtasks), default=0)
         round_index = 1 + (earlier[-1].round if earlier else 0)
-        text = repeat(r"[^<\n]", 1, GRAMMAR_TEXT_CHARS)
+        text = free_text(r"[^<\n]", 1, limits.text)
         plans = []
         for size in range(1, min(GRAMMAR_NODES, self.max_calls_per_round) + 1):
             ids = list(range(first, first + size))
-            nodes = "".join(
-                f'<subtask id="{node}"{_depends_on(ids[:position])}>{text}</subtask>\n'
+            nodes = [
+                sequence(literal(f'<subtask id="{node}"'), _depends_on(ids[:position]), literal(">"), text,
+                         literal("</subtask>\n"))
                 for position, node in enumerate(ids)
-            )
-            routes = "".join(f'<route subtask="{node}" ({pairs})>{text}</route>\n' for node in ids)
-            plans.append(f"{nodes}</plan>\n{routes}")
-        return f'<plan round="{round_index}">\n(' + "|".join(plans) + ")"
+            ]  # fmt: skip
+            routes = [
+                sequence(literal(f'<route subtask="{node}" '), choice(*pairs), literal(">"), text,
+                         literal("</route>\n"))
+                for node in ids
+            ]  # fmt: skip
+            plans.append(sequence(*nodes, literal("</plan>\n"), *routes))
+        return sequence(literal(f'<plan round="{round_index}">\n'), choice(*plans))
 
 
-def _depends_on(parents: list[int]) -> str:
+def _depends_on(parents: list[int]) -> Grammar:
     """The optional depends_on attribute over any non-empty subset of ``parents``, in increasing order."""
     subsets = [
         ",".join(str(parent) for bit, parent in enumerate(parents) if mask >> bit & 1)
         for mask in range(1, 2 ** len(parents))
     ]
-    return f'( depends_on="({"|".join(subsets)})")?' if subsets else ""
+    if not subsets:
+        return literal("")
+    return optional(sequence(literal(' depends_on="'), choice(*map(literal, subsets)), literal('"')))
 
 
 def _elements(text: str) -> list[_Element]:

@@ -15,17 +15,13 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from podium.backends.grammar import WHITESPACE, Grammar, Limits, bounded_schema, literal, sequence
 from podium.core.calls import ToolCall, ToolResult, ToolSpec
 from podium.core.jsonsafe import MAX_DEPTH, nesting_depth
 from podium.extras import require_extra
 from podium.policies.base import InvalidCall
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-THINKING_CHARS = 200
-"""Most characters of free reasoning a grammar allows before the action: without a bound a small model
-rambles until its token budget runs out and never acts."""
-ANSWER_CHARS = 200
-"""Most characters of a final answer a grammar allows."""
 PROTOCOL_TAGS = (
     "tool_call", "tool_response", "tools", "think", "answer", "reasoning", "budget", "error", "plan", "subtask",
     "route", "obs", "verify", "final_answer", "replan", "user_query", "conversation_history",
@@ -104,11 +100,6 @@ def _read_call(block: str, call_id: str) -> ToolCall | str:
     return ToolCall(name=name, arguments=arguments, id=call_id)
 
 
-def repeat(pattern: str, low: int, high: int) -> str:
-    """``pattern`` repeated ``low`` to ``high`` times, as a regular expression."""
-    return f"(?:{pattern}){{{low},{high}}}"
-
-
 def strip_thinking(text: str) -> str:
     """``text`` without ``<think>`` blocks (an unclosed one runs to the end)."""
     kept: list[str] = []
@@ -145,15 +136,17 @@ def render_tools(tools: Sequence[ToolSpec]) -> str:
     return "<tools>\n" + "\n".join(lines) + "\n</tools>"
 
 
-def call_regex(tools: Sequence[ToolSpec]) -> str:
-    """A regular expression for one well-formed call block to any of ``tools`` (arguments per its schema).
+def call_grammar(tools: Sequence[ToolSpec], limits: Limits) -> Grammar:
+    """One well-formed call block to any of ``tools``, arguments per its schema with every length bounded
+    (:func:`~podium.backends.grammar.bounded_schema`), and the most tokens such a block can take.
 
     Each tool's ``$defs`` move to the root, where its ``#/$defs/…`` references point once it is nested; two
     tools defining one name differently raise ValueError."""
     definitions: dict[str, Any] = {}
     options = []
+    bounds: list[int | None] = []
     for tool in tools:
-        parameters = dict(tool.parameters)
+        parameters, bound = bounded_schema(dict(tool.parameters), limits)
         for name, definition in parameters.pop("$defs", {}).items():
             if definitions.setdefault(name, definition) != definition:
                 raise ValueError(f"tools define '$defs/{name}' differently; their calls cannot share one grammar")
@@ -165,6 +158,9 @@ def call_regex(tools: Sequence[ToolSpec]) -> str:
                 "additionalProperties": False,
             }
         )
+        # {"name": "TOOL", "arguments": ARGUMENTS} with at most one space around each separator
+        bounds.append(None if bound is None else len(json.dumps(tool.name).encode()) + 32 + bound)
     schema: dict[str, Any] = {"oneOf": options, **({"$defs": definitions} if definitions else {})}
-    json_schema = require_extra("local", "outlines_core.json_schema")
-    return re.escape(OPEN) + json_schema.build_regex_from_schema(json.dumps(schema), r"[ ]?") + re.escape(CLOSE)
+    build = require_extra("local", "outlines_core.json_schema").build_regex_from_schema
+    body = Grammar(build(json.dumps(schema), WHITESPACE), None if None in bounds else max(bounds, default=0))
+    return sequence(literal(OPEN), body, literal(CLOSE))

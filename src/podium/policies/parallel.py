@@ -3,6 +3,7 @@ history to a summarizer model that writes the answer."""
 
 from collections.abc import Sequence
 
+from podium.backends.grammar import Grammar, Limits, free_text, literal, repeated, sequence
 from podium.core.answers import extract_answer
 from podium.core.calls import ToolResult, ToolSpec
 from podium.core.trajectory import Turn
@@ -16,7 +17,7 @@ from podium.policies.base import (
     PoolView,
     Summarize,
 )
-from podium.policies.hermes import THINKING_CHARS, call_regex, read_tool_calls, render_results, render_tools, repeat
+from podium.policies.hermes import call_grammar, read_tool_calls, render_results, render_tools
 
 FINAL_ANSWER = ToolSpec(
     name="final_answer",
@@ -82,10 +83,10 @@ class ParallelPolicy(Policy):
     def rejection(self, reason: str, remaining: str) -> str:
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>\n{remaining}'
 
-    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
-        call = call_regex([*view.tools, FINAL_ANSWER])
-        reasoning = "<reasoning>" + repeat("[^<]", 0, THINKING_CHARS) + "</reasoning>\n"
-        return reasoning + repeat(call + "\n", 1, self.max_calls_per_round)
+    def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
+        call = sequence(call_grammar([*view.tools, FINAL_ANSWER], limits), literal("\n"))
+        reasoning = sequence(literal("<reasoning>"), free_text("[^<]", 0, limits.thinking), literal("</reasoning>\n"))
+        return sequence(reasoning, repeated(call, 1, self.max_calls_per_round))
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         if isinstance(action, Summarize):

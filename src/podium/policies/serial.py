@@ -2,17 +2,15 @@
 
 from collections.abc import Sequence
 
+from podium.backends.grammar import Grammar, Limits, choice, free_text, literal, optional, sequence
 from podium.core.answers import last_boxed
 from podium.core.calls import ToolResult
 from podium.policies.base import Action, ActionParseError, Answer, Calls, Policy, PoolView
 from podium.policies.hermes import (
-    ANSWER_CHARS,
-    THINKING_CHARS,
-    call_regex,
+    call_grammar,
     read_tool_calls,
     render_results,
     render_tools,
-    repeat,
     strip_thinking,
     tagged_blocks,
 )
@@ -56,12 +54,12 @@ class SerialPolicy(Policy):
     def rejection(self, reason: str, remaining: str) -> str:
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>'
 
-    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
-        options = ["<answer>" + repeat("[^<]", 1, ANSWER_CHARS) + "</answer>"]
+    def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
+        options = [sequence(literal("<answer>"), free_text("[^<]", 1, limits.answer), literal("</answer>"))]
         if view.tools:
-            options.insert(0, call_regex(view.tools))
-        thinking = "(<think>" + repeat("[^<]", 0, THINKING_CHARS) + "</think>\n)?"
-        return thinking + "(" + "|".join(options) + ")"
+            options.insert(0, call_grammar(view.tools, limits))
+        thinking = sequence(literal("<think>"), free_text("[^<]", 0, limits.thinking), literal("</think>\n"))
+        return sequence(optional(thinking), choice(*options))
 
 
 def final_answer(text: str) -> str:

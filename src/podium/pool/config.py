@@ -30,6 +30,8 @@ class WorkerConfig(Config):
     """For ``http``: environment variable holding the API key."""
     path: str | None = None
     """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct."""
+    adapter: str | None = None
+    """For ``local``: a LoRA adapter directory merged into the model (relative to the pool file)."""
     replies: list[str] = Field(default_factory=list)
     """For ``scripted``: the replies, in order (the last repeats)."""
     price: ModelPrice | None = None
@@ -68,7 +70,7 @@ class WorkerConfig(Config):
                 provider=self.provider,
             )
         if self.backend == "local":
-            return LocalBackendSpec(model=self.model, path=self.path, price=self.price)
+            return LocalBackendSpec(model=self.model, path=self.path, adapter=self.adapter, price=self.price)
         return ScriptedBackendSpec(model=self.model, replies=self.replies, repeat_last=True, price=self.price)
 
     @model_validator(mode="after")

@@ -177,10 +177,13 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
 
 
 def load_pool_config(path: str | Path) -> PoolConfig:
-    """Read a pool YAML; a relative ``prices`` path is taken relative to the pool file."""
+    """Read a pool YAML; relative ``prices`` and worker ``adapter`` paths are taken relative to the pool file."""
     data = read_structured_file(path)
     if isinstance(data, dict) and isinstance(data.get("prices"), str):
         data["prices"] = str((Path(path).parent / data["prices"]).resolve())
+    for worker in data.get("workers", []) if isinstance(data, dict) else []:
+        if isinstance(worker, dict) and isinstance(worker.get("adapter"), str):
+            worker["adapter"] = str((Path(path).parent / worker["adapter"]).resolve())
     return PoolConfig.from_dict(data, source=str(path))
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podium.backends.base import ChatBackend
+from podium.backends.grammar import fit_schema
 from podium.core.answers import extract_answer, majority
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.messages import Message
@@ -212,7 +213,7 @@ def _knowledge_searcher(kit: RoleKit) -> Tool:
             backend,
             [Message(role="system", content=QUERY_PROMPT), Message(role="user", content=task)],
             max_tokens=min(256, kit.max_tokens[label]),
-            json_schema=QUERY_SCHEMA,
+            json_schema=fit_schema(QUERY_SCHEMA, min(256, kit.max_tokens[label])),
         )
         spent.add(written)
         queries = _queries(written, task)
@@ -262,7 +263,7 @@ def _code_reasoner(kit: RoleKit) -> Tool:
             backend,
             [Message(role="system", content=CODE_PROMPT), Message(role="user", content=_task(subtask))],
             max_tokens=kit.max_tokens[label],
-            json_schema=CODE_SCHEMA,
+            json_schema=fit_schema(CODE_SCHEMA, kit.max_tokens[label]),
         )
         spent.add(written)
         if written.status is not Status.OK:

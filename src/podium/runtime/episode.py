@@ -18,6 +18,7 @@ from podium.core.budget import Budget, StopReason
 from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult
 from podium.core.messages import Message
 from podium.core.preference import Preference
+from podium.core.progress import EpisodeEvent, EventKind, OnEvent, token_progress
 from podium.core.trajectory import Trajectory, Turn
 from podium.costs.ledger import Ledger, Refused
 from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, refused
@@ -85,6 +86,7 @@ class Episode:
         constrained: bool,
         respond: Respond | None,
         metadata: dict[str, Any],
+        on_event: OnEvent | None = None,
     ) -> None:
         self.question = question
         self.orchestrator = orchestrator
@@ -94,6 +96,7 @@ class Episode:
         self.config = config
         self.constrained = constrained
         self.respond = respond
+        self.on_event = on_event
         self.ledger = Ledger(budget)
         self.actions: list[Action] = []
         self.parse_errors = 0
@@ -169,6 +172,8 @@ class Episode:
 
     async def _act(self, action: Action, turn: Turn) -> StopReason | None:
         limit = self.ledger.budget.max_calls_per_round or self.policy.max_calls_per_round
+        if not isinstance(action, Answer):
+            self._emit("calling", type(action).__name__.lower(), turn=turn.index)
         outcome = await self.policy.execute(action, self.dispatch, self.trajectory.turns[:-1], limit)
         turn.results.extend(outcome.results)
         if outcome.answer is not None:
@@ -191,17 +196,24 @@ class Episode:
 
     async def _generate(self) -> Generation | StopReason:
         """The orchestrator's next output, generated under the budget and the deadline."""
-        options: dict[str, Any] = {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature}
-        if self.constrained:
-            options["regex"] = self.policy.grammar(self.view, self.actions)
+        max_tokens = self.config.max_tokens
+        options: dict[str, Any] = {"temperature": self.config.temperature}
+        if self.constrained:  # the grammar fits the budget, so an action always closes within it
+            grammar = self.policy.grammar(self.view, self.actions, max_tokens)
+            if grammar is not None:
+                options["regex"] = grammar.regex
+                max_tokens = grammar.max_tokens or max_tokens
+        options["max_tokens"] = max_tokens
 
         async def generate() -> Generation:
             messages = list(self.trajectory.messages)
+            self._emit("generating")
+            token_progress.set(self._tokens_reporter())
             return await asyncio.wait_for(
                 self.orchestrator.generate(messages, **options), timeout=self.ledger.remaining_seconds()
             )
 
-        bound = self.orchestrator.generation_bound(self.trajectory.messages, self.config.max_tokens)
+        bound = self.orchestrator.generation_bound(self.trajectory.messages, max_tokens)
         try:
             generated = await self.ledger.metered(bound, generate, _generation_usage, _settled_generation)
         except TimeoutError:
@@ -214,6 +226,17 @@ class Episode:
     def _expired(self) -> bool:
         """Whether the deadline has passed."""
         return self.ledger.remaining_seconds() == 0.0
+
+    def _emit(self, kind: EventKind, detail: str = "", tokens: int = 0, turn: int | None = None) -> None:
+        """Tell the watcher (if any) what the episode does; ``turn`` defaults to the turn being generated."""
+        if self.on_event is not None:
+            self.on_event(EpisodeEvent(kind, len(self.trajectory.turns) if turn is None else turn, tokens, detail))
+
+    def _tokens_reporter(self) -> Callable[[int], None] | None:
+        """What a generating backend calls with its running token count (``None`` when nobody watches)."""
+        if self.on_event is None:
+            return None
+        return lambda tokens: self._emit("tokens", tokens=tokens)
 
     @contextmanager
     def context(self) -> Iterator[None]:

@@ -5,8 +5,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from podium.backends.base import ChatBackend
+from podium.backends.grammar import BudgetTooSmall
 from podium.core.budget import Budget
 from podium.core.preference import Preference
+from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView, build_policy
@@ -57,12 +59,14 @@ class Executor:
         instructions: str | None = None,
         respond: Respond | None = None,
         metadata: dict[str, Any] | None = None,
+        on_event: OnEvent | None = None,
     ) -> Trajectory:
         """One episode on ``question``.
 
         ``seed`` resamples blind labels; ``tools`` adds episode tools (an environment's functions);
         ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an answer goes to a
-        conversation partner and the episode continues until it ends the conversation.
+        conversation partner and the episode continues until it ends the conversation; ``on_event`` is called
+        at each step of the episode and as the model generates (for live displays).
         """
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         registry, workers = self._visible(pool, tools)
@@ -95,6 +99,7 @@ class Executor:
             constrained=self._constrained(view),
             respond=respond,
             metadata=provenance,
+            on_event=on_event,
         )
         return await episode.play(system)
 
@@ -140,7 +145,9 @@ class Executor:
                 )
             return False
         try:
-            return self.policy.grammar(view) is not None
+            return self.policy.grammar(view, max_tokens=self.config.max_tokens) is not None
+        except BudgetTooSmall as error:
+            raise ConfigError(f"{self.policy.name} policy: {error}; raise max_tokens") from error
         except (MissingExtraError, ValueError) as error:
             if mode == "always":
                 raise ConfigError(

@@ -55,6 +55,19 @@ class TrainerConfig(Config):
     """Where to train: ``auto`` picks CUDA when available."""
 
 
+class LoraConfig(Config):
+    """A LoRA adapter trained instead of the full weights: a few MB to ship rather than the whole model."""
+
+    rank: PositiveInt = 8
+    """Rank r of each adapter matrix pair."""
+    alpha: PositiveFloat = 16.0
+    """Scaling numerator: the update is (alpha / r) · B·A."""
+    dropout: NonNegativeFloat = Field(0.0, lt=1.0)
+    """Dropout on the adapter's input during training."""
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "v_proj"], min_length=1)
+    """Names of the linear layers that get an adapter."""
+
+
 class SFTConfig(TrainerConfig):
     """Supervised fine-tuning on trajectories, loss only on the orchestrator's own tokens (SPEC §7)."""
 
@@ -74,6 +87,9 @@ class SFTConfig(TrainerConfig):
     """Pack several samples into one ``max_length`` row (padding-free); worth it on GPU with many short samples."""
     answered_only: bool = False
     """Skip trajectories that ended without a final answer."""
+    lora: LoraConfig | None = None
+    """Train a LoRA adapter (saved alone in ``output_dir``; load it with a local worker's ``adapter:``) instead
+    of the full weights."""
 
 
 class RewardConfig(Config):

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from podium.core.trajectory import Trajectory, read_trajectories
 from podium.errors import ConfigError
 from podium.extras import require_extra
-from podium.train.config import SFTConfig
+from podium.train.config import LoraConfig, SFTConfig
 from podium.train.model import load_model, resolve_device, trainer_arguments
 from podium.train.samples import ChatFormat, TrainingDataError, trajectory_samples
 
@@ -80,16 +80,35 @@ def sft_trainer(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) 
         packing=config.packing,
     )
     return trl.SFTTrainer(
-        model=model, args=arguments, train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer
+        model=model,
+        args=arguments,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=_peft_config(config.lora) if config.lora else None,
+    )
+
+
+def _peft_config(lora: LoraConfig) -> Any:
+    peft = require_extra("train", "peft")
+    return peft.LoraConfig(
+        r=lora.rank,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
     )
 
 
 def run_sft(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) -> TrainResult:
-    """Fine-tune and save the result (model and tokenizer) in ``config.output_dir``."""
+    """Fine-tune and save the result in ``config.output_dir``: the model and tokenizer, or only the LoRA
+    adapter."""
     trainer = sft_trainer(config, model=model, tokenizer=tokenizer)
     trainer.train()
     tokenizer = trainer.processing_class
     output = Path(config.output_dir)
-    trainer.save_model(str(output))
-    tokenizer.save_pretrained(str(output))
+    if config.lora is None:
+        trainer.save_model(str(output))
+        tokenizer.save_pretrained(str(output))
+    else:  # only the adapter: it is loaded over its base model, with the base's tokenizer
+        trainer.model.save_pretrained(str(output))
     return TrainResult(output, trainer.state.global_step, list(trainer.state.log_history))

@@ -1,0 +1,179 @@
+"""Every command of the README runs as written, so the README cannot rot.
+
+The commands are read from the README's ``console`` blocks (lines starting with ``$ ``, split at `` ; ``). Each
+must be listed in :data:`README_COMMANDS` (a README command missing there fails the first test), which says what
+the test adds to keep it small and offline (fewer turns, steps or items; a free port), and each runs in a fresh
+directory where ``examples/`` is the repository's, so whatever it writes stays in that directory.
+"""
+
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+README_COMMANDS: dict[str, list[str]] = {
+    'podium run "What is 17 * 23?" --pool examples/demo/pool.yaml --policy serial --max-turns 2 --max-tokens 512 '
+    "--allow python --trace out.jsonl": ["--max-turns", "1"],
+    'podium ask "What is the capital of France?"': ["--max-tokens", "16"],
+    "podium tools list --pool examples/pool.yaml": [],
+    'podium tools call python --args \'{"code": "print(6*7)"}\'': [],
+    "podium serve-model --port 8000": [],
+    "podium describe-model smollm2 --tasks examples/tasks.jsonl --pool examples/pool.yaml -n 2": [],
+    "podium index build examples/corpus.jsonl --out my-index": [],
+    'podium index search my-index "parallel tool calls" -k 2': [],
+    "podium env list": [],
+    "podium env replay retail --task 46": [],
+    "podium env run airline --task 7 --max-turns 1 --allow python": ["--user-turns", "1", "--user-tokens", "16"],
+    "podium train sft --config examples/data/train_sft.yaml": ["--max-steps", "1"],
+    "podium train grpo --config examples/data/train_grpo.yaml": [],
+    "podium eval --benchmark gsm8k --system examples/systems/embedded-single-model.yaml --limit 2 --out runs/gsm8k": [
+        "--limit",
+        "1",
+    ],
+    "podium report runs/gsm8k --out report/": [],
+    "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500": [],
+}
+"""README command → arguments the test appends (a later option wins over the README's)."""
+
+
+def readme_commands() -> list[str]:
+    """The commands of the README's console blocks, in order."""
+    blocks = re.findall(r"```console\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    lines = [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+    return [command.strip() for line in lines for command in line.split(" ; ")]
+
+
+def test_every_readme_command_is_tested_and_every_file_it_names_exists():
+    commands = readme_commands()
+    assert sorted(commands) == sorted(README_COMMANDS), "README and README_COMMANDS differ"
+    named = {word for command in commands for word in shlex.split(command) if word.startswith("examples/")}
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert not missing, f"the README names files the repository lacks: {missing}"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A directory where ``examples`` is the repository's; the commands' outputs land here."""
+    directory = tmp_path_factory.mktemp("readme")
+    (directory / "examples").symlink_to(ROOT / "examples")
+    return directory
+
+
+def podium(workdir: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    arguments = shlex.split(command)[1:] + README_COMMANDS[command]
+    return subprocess.run(
+        [sys.executable, "-m", "podium", *arguments],
+        cwd=workdir, capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+FAST = [
+    "podium tools list --pool examples/pool.yaml",
+    'podium tools call python --args \'{"code": "print(6*7)"}\'',
+    "podium env list",
+    "podium env replay retail --task 46",
+]
+
+
+@pytest.mark.parametrize("command", FAST)
+def test_quick_commands(workdir, command):
+    completed = podium(workdir, command)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip()
+
+
+def test_tools_call_prints_what_the_readme_shows(workdir):
+    completed = podium(workdir, 'podium tools call python --args \'{"code": "print(6*7)"}\'')
+    assert completed.stdout == "42\n" and "status   OK" in completed.stderr
+
+
+def test_index_build_then_search(workdir):
+    built = podium(workdir, "podium index build examples/corpus.jsonl --out my-index")
+    assert built.returncode == 0, built.stderr
+    found = podium(workdir, 'podium index search my-index "parallel tool calls" -k 2')
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[0].startswith("1. ParaManager")
+
+
+def test_grade_prints_what_the_readme_shows(workdir):
+    completed = podium(workdir, "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500")
+    assert completed.returncode == 1, completed.stderr  # one row of the example is not gradable, on purpose
+    summary = "7 rows: 4 correct, 2 wrong, 1 not graded; accuracy 0.667 over graded rows"
+    assert summary in completed.stdout and summary in README.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command",
+    [
+        'podium run "What is 17 * 23?" --pool examples/demo/pool.yaml --policy serial --max-turns 2 '
+        "--max-tokens 512 --allow python --trace out.jsonl",
+        'podium ask "What is the capital of France?"',
+        "podium describe-model smollm2 --tasks examples/tasks.jsonl --pool examples/pool.yaml -n 2",
+        "podium env run airline --task 7 --max-turns 1 --allow python",
+    ],
+)
+def test_model_commands(workdir, command):
+    completed = podium(workdir, command)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip()
+
+
+@pytest.mark.slow
+def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir):
+    grpo = "podium train grpo --config examples/data/train_grpo.yaml"
+    early = podium(workdir, grpo)
+    assert early.returncode == 2
+    (line,) = early.stderr.strip().splitlines()
+    assert "no checkpoint at checkpoints/sft" in line and "podium train sft" in line
+    sft = podium(workdir, "podium train sft --config examples/data/train_sft.yaml")
+    assert sft.returncode == 0, sft.stderr
+    assert (workdir / "checkpoints" / "sft" / "config.json").exists()
+
+
+@pytest.mark.slow
+def test_eval_then_report(workdir):
+    evaluated = podium(
+        workdir,
+        "podium eval --benchmark gsm8k --system examples/systems/embedded-single-model.yaml --limit 2 --out runs/gsm8k",
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    reported = podium(workdir, "podium report runs/gsm8k --out report/")
+    assert reported.returncode == 0, reported.stderr
+    assert (workdir / "report" / "index.html").exists()
+
+
+@pytest.mark.slow
+def test_serve_model_answers_on_its_port(workdir):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    arguments = [*shlex.split("podium serve-model --port 8000")[1:-1], str(port)]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "podium", *arguments], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        models = None
+        deadline = time.monotonic() + 180
+        while models is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as reply:
+                    models = json.load(reply)
+            except OSError:
+                time.sleep(0.5)
+        assert models is not None, "the server did not answer"
+        assert models["data"][0]["id"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
