@@ -65,11 +65,7 @@ def eval_command(
         chosen = get_benchmark(benchmark)
         config = load_system_config(system)
         built = build_system(config)
-        grader = Grader.from_config(
-            config.grading or GradingConfig(),
-            sandbox_config=SandboxConfig.from_file(sandbox_config) if sandbox_config else None,
-            data_dir=data_dir,
-        )
+        grader = _grader(config.grading, sandbox_config, data_dir)
         summary = asyncio.run(
             run_eval(
                 chosen,
@@ -93,10 +89,16 @@ def eval_command(
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
 
 
+def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir: Path | None) -> Grader:
+    """The grader a system config's ``grading`` section asks for (each benchmark's own verifier without one)."""
+    sandbox = SandboxConfig.from_file(sandbox_config) if sandbox_config else None
+    return Grader.from_config(grading or GradingConfig(), sandbox_config=sandbox, data_dir=data_dir)
+
+
 def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
     """The run's totals and who graded them; exits 1 when the USD cap stopped it before every sample ran."""
-    if summary.dropped_lines:
-        errors.print(f"dropped {summary.dropped_lines} torn or duplicate line(s) from the results file")
+    for note in summary.repairs:  # what resuming had to set right: a torn line, a changed manifest
+        errors.print(f"repaired: {note}", highlight=False, soft_wrap=True)
     console.print(
         f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}, graded by "
         f"{grader}), "
