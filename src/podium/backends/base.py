@@ -73,6 +73,8 @@ class Completion:
     finish_reason: str | None = None
     model: str | None = None
     """The model the server says answered, when it says."""
+    latency_s: float | None = None
+    """Latency the backend reports instead of the measured wall time (a replayed model's modelled latency)."""
 
 
 class ChatBackend(ABC):
@@ -114,7 +116,7 @@ class ChatBackend(ABC):
             input_tokens=completion.input_tokens,
             output_tokens=completion.output_tokens,
             usd=self.price.cost(completion.input_tokens, completion.output_tokens),
-            latency_s=time.perf_counter() - started,
+            latency_s=completion.latency_s if completion.latency_s is not None else time.perf_counter() - started,
             finish_reason=completion.finish_reason,
         )
 

@@ -1,0 +1,111 @@
+"""Router baselines in RouteLLM's setting: each gives every question a score (higher: more in need of the strong
+model) and calls the strong model when the score passes a threshold; sweeping the threshold traces the router's
+cost-accuracy curve. The learned ones see the train split only.
+
+- ``random``: a seeded uniform score (its curve is the diagonal, APGR ≈ 0.5);
+- ``knn``: the k most similar train questions (cosine of MiniLM embeddings); the score is their mean of
+  strong-correct minus weak-correct (RouteLLM's similarity-weighted idea without the Elo);
+- ``logreg``: a small classifier, L2-regularised logistic regression on the MiniLM embedding, predicting that
+  the weak model fails; the score is that probability.
+
+``always_weak``, ``always_strong`` and ``oracle`` (strong exactly when it is right and the weak model is not)
+are single operating points.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
+from podium.evaluate.routing.metrics import Point
+
+LEARNED_ROUTERS = ("knn", "logreg")
+"""The routers trained on the train split."""
+
+
+def operating_point(items: Sequence[RoutingItem], strong: Sequence[bool]) -> Point:
+    """The point reached by calling the strong model on the questions flagged in ``strong``."""
+    chosen = [item.outcomes[STRONG if flag else WEAK] for item, flag in zip(items, strong, strict=True)]
+    count = len(items)
+    return Point(
+        strong_share=sum(strong) / count,
+        accuracy=sum(outcome.correct for outcome in chosen) / count,
+        usd_per_question=sum(outcome.usd for outcome in chosen) / count,
+    )
+
+
+def sweep(items: Sequence[RoutingItem], scores: Sequence[float]) -> list[Point]:
+    """Every operating point of a thresholded score: strong for the top 0, 1, … n scores (ties together)."""
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    ranked = np.asarray(scores, dtype=float)[order]
+    points = [operating_point(items, [False] * len(items))]
+    flags = [False] * len(items)
+    for position, index in enumerate(order):
+        flags[int(index)] = True
+        last_of_tie = position + 1 == len(order) or ranked[position + 1] != ranked[position]
+        if last_of_tie:
+            points.append(operating_point(items, flags))
+    return points
+
+
+def oracle_flags(items: Sequence[RoutingItem]) -> list[bool]:
+    """Strong exactly where it is right and the weak model is wrong."""
+    return [item.outcomes[STRONG].correct and not item.outcomes[WEAK].correct for item in items]
+
+
+def random_scores(count: int, seed: int = 0) -> list[float]:
+    """Uniform scores from a seeded generator."""
+    return np.random.default_rng(seed).random(count).tolist()
+
+
+def gain(items: Sequence[RoutingItem]) -> np.ndarray:
+    """Per item: strong-correct minus weak-correct (1, 0 or −1)."""
+    return np.array([int(i.outcomes[STRONG].correct) - int(i.outcomes[WEAK].correct) for i in items], dtype=float)
+
+
+def knn_scores(train: np.ndarray, train_gain: np.ndarray, queries: np.ndarray, k: int = 20) -> list[float]:
+    """Mean ``train_gain`` of the ``k`` most similar train rows (rows L2-normalised: inner product = cosine)."""
+    similarity = queries @ train.T
+    nearest = np.argsort(-similarity, axis=1)[:, :k]
+    return train_gain[nearest].mean(axis=1).tolist()
+
+
+def fit_logreg(
+    features: np.ndarray, labels: np.ndarray, *, l2: float = 1.0, steps: int = 500, lr: float = 0.5
+) -> np.ndarray:
+    """Weights (bias last) of L2-regularised logistic regression by full-batch gradient descent."""
+    x = np.hstack([features, np.ones((len(features), 1))])
+    weights = np.zeros(x.shape[1])
+    for _ in range(steps):
+        probability = 1.0 / (1.0 + np.exp(-(x @ weights)))
+        gradient = x.T @ (probability - labels) / len(x) + l2 * np.r_[weights[:-1], 0.0] / len(x)
+        weights -= lr * gradient
+    return weights
+
+
+def logreg_scores(weights: np.ndarray, features: np.ndarray) -> list[float]:
+    """Predicted probabilities under ``weights``."""
+    x = np.hstack([features, np.ones((len(features), 1))])
+    return (1.0 / (1.0 + np.exp(-(x @ weights)))).tolist()
+
+
+def router_curves(
+    train: Sequence[RoutingItem],
+    test: Sequence[RoutingItem],
+    train_vectors: np.ndarray,
+    test_vectors: np.ndarray,
+    *,
+    seed: int = 0,
+) -> dict[str, list[Point]]:
+    """Every router's operating points on ``test``, the learned ones fitted on ``train``."""
+    weak_fails = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
+    weights = fit_logreg(train_vectors, weak_fails)
+    none = [False] * len(test)
+    return {
+        "always_weak": [operating_point(test, none)],
+        "always_strong": [operating_point(test, [True] * len(test))],
+        "oracle": [operating_point(test, oracle_flags(test))],
+        "random": sweep(test, random_scores(len(test), seed)),
+        "knn": sweep(test, knn_scores(train_vectors, gain(train), test_vectors)),
+        "logreg": sweep(test, logreg_scores(weights, test_vectors)),
+    }
