@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from orchestrator import claim_pool, executor, load_base, play, with_adapter
 
 from podium.costs.prices import PriceCatalog
+from podium.evaluate.report import write_routing_report
 from podium.evaluate.routing.data import STRONG, WEAK, in_split, load_routing
 from podium.evaluate.routing.metrics import Point, apgr, cpt
 from podium.evaluate.routing.routers import LEARNED_ROUTERS, router_curves
@@ -28,7 +29,7 @@ CALLS: dict[str, float] = {}
 """System → worker calls per question (routers: 1)."""
 
 
-def orchestrator_points(adapters: dict[str, Path], test: list, prices: PriceCatalog | None) -> dict[str, Point]:
+def orchestrator_points(adapters: dict[str, Path | None], test: list, prices: PriceCatalog | None) -> dict[str, Point]:
     """One operating point per adapter, from executor episodes on ``test``."""
     _torch, base, tokenizer = load_base()
     points = {}
@@ -53,9 +54,10 @@ def nearest(points: list[Point], share: float) -> Point:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapters", type=Path, default=Path("experiments/claim/adapter"))
+    parser.add_argument("--stages", default="sft,grpo", help="orchestrators: base, sft, grpo (comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="first N test questions (default: all)")
     parser.add_argument("--prices", type=Path, default=None, help="price sheet merged over Podium's")
-    parser.add_argument("--out", type=Path, default=None, help="also write the table here (JSON)")
+    parser.add_argument("--out", type=Path, default=None, help="also write results.json and routing.html here")
     args = parser.parse_args()
     started = time.perf_counter()
     prices = PriceCatalog.from_file(args.prices) if args.prices else None
@@ -66,11 +68,13 @@ def main() -> None:
     curves = router_curves(
         train, test, embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
     )
-    adapters = {f"orchestrator_{stage}": args.adapters / stage for stage in ("sft", "grpo")}
+    adapters: dict[str, Path | None] = {
+        f"orchestrator_{stage}": None if stage == "base" else args.adapters / stage for stage in args.stages.split(",")
+    }
     single = orchestrator_points(adapters, test, prices)
     weak = statistics.mean(i.outcomes[WEAK].correct for i in test)
     strong = statistics.mean(i.outcomes[STRONG].correct for i in test)
-    share = single["orchestrator_grpo"].strong_share
+    share = single["orchestrator_grpo"].strong_share if "orchestrator_grpo" in single else 0.5
     table: dict[str, dict[str, float]] = {"apgr": {}, "accuracy": {}, "usd_per_question": {}, "cpt50": {}, "cpt80": {}}
     for name, points in {**curves, **{k: [v] for k, v in single.items()}}.items():
         shown = nearest(points, share)
@@ -84,7 +88,9 @@ def main() -> None:
     result["learned_routers"] = list(LEARNED_ROUTERS)
     result["wall_s"] = round(time.perf_counter() - started)
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+        systems = {**curves, **{name: [point] for name, point in single.items()}}
+        write_routing_report(args.out, systems, table)
+        (args.out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from manifest import write_manifest
 from orchestrator import LABELS, claim_pool, executor, load_base, score, with_adapter
 
 from podium.backends.scripted import ScriptedBackend
@@ -85,7 +86,7 @@ def sft(torch: Any, model: Any, tokenizer: Any, samples: list[tuple[list[dict[st
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-        losses.append(float(loss))
+        losses.append(loss.item())
         if index % 20 == 0 or index == len(samples):
             mean = statistics.mean(losses[-20:])
             print(f"sft {index}/{len(samples)} loss {mean:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
@@ -136,9 +137,9 @@ def grpo_step(torch: Any, model: Any, tokenizer: Any, optimizer: Any, batch: lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("experiments/claim/adapter"))
-    parser.add_argument("--sft-samples", type=int, default=120, help="teacher trajectories (half escalations)")
-    parser.add_argument("--sft-lr", type=float, default=3e-4)
-    parser.add_argument("--grpo-steps", type=int, default=4)
+    parser.add_argument("--sft-samples", type=int, default=60, help="teacher trajectories (half escalations)")
+    parser.add_argument("--sft-lr", type=float, default=5e-4)
+    parser.add_argument("--grpo-steps", type=int, default=3)
     parser.add_argument("--grpo-batch", type=int, default=4, help="questions per GRPO step")
     parser.add_argument("--group", type=int, default=4, help="rollouts per question")
     parser.add_argument("--grpo-lr", type=float, default=1e-4)
@@ -162,7 +163,9 @@ def main() -> None:
             print(json.dumps(entry), flush=True)
             curves.write(json.dumps(entry) + "\n")
     model.save_pretrained(str(args.out / "grpo"))
-    print(f"training wall time {time.perf_counter() - started:.0f} s", flush=True)
+    wall = time.perf_counter() - started
+    write_manifest(args.out, {k: str(v) for k, v in vars(args).items()}, wall)
+    print(f"training wall time {wall:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "eval": LazyCommand("podium.cli.eval", "eval_command", "Evaluate a system on a benchmark (resumable)."),
     "report": LazyCommand("podium.cli.eval", "report_command", "Build the static HTML report of eval runs."),
     "train": LazyCommand("podium.cli.train", "app", "Train the orchestrator: SFT, then GRPO on executor rollouts."),
+    "routing": LazyCommand("podium.cli.routing", "app", "Record a worker's GSM8K answers for a replay worker."),
     "index": LazyCommand("podium.cli.index", "app", "Build and search local passage indexes for local_search."),
     "describe-model": LazyCommand(
         "podium.cli.models", "describe_model_command", "Write a worker's description from its results on tasks."
