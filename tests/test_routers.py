@@ -127,3 +127,17 @@ def test_route_episode_escalates_and_accepts_the_last_answer(tmp_path) -> None:
         ).run("Other?")
     )
     assert unknown.results[0].status is Status.EXEC_ERR and unknown.answer == ""
+
+
+def test_cascade_features_read_the_weak_reply() -> None:
+    from podium.evaluate.routing.routers import arithmetic, reply_features
+
+    assert arithmetic("9*2") == 18 and arithmetic("1,000 - 4/2") == 998
+    with pytest.raises(ValueError):
+        arithmetic("__import__('os')")
+    good = "She sells 9 eggs for $<<9*2=18>>18.\n#### 18"
+    bad = "She sells 9 eggs for $<<9*2=20>>20, so she makes 20 dollars."
+    assert reply_features(good)[0] == 1.0 and reply_features(good)[2] == 0.0
+    assert reply_features(bad)[0] == 0.0 and reply_features(bad)[2] == 1.0
+    cascade = operating_point(ITEMS, [True, False, False, False], cascade=True)
+    assert cascade.usd_per_question == pytest.approx((0.01 + 0.001 + 0.001 * 3) / 4)
