@@ -33,3 +33,26 @@ def test_recorded_answers_are_graded_and_replay(tmp_path: Path) -> None:
     reply = asyncio.run(replay.generate([Message(role="user", content="Please: What is 4 * 4?")]))
     assert reply.text == "4 * 4 is \\boxed{15}"
     assert [record.correct for record in replay.index.by_key.values()] == [True, False]
+
+
+def test_load_routing_grades_prices_and_splits_each_recorded_outcome(tmp_path: Path) -> None:
+    import json
+
+    from podium.backends.replay import count_tokens
+    from podium.costs.prices import ModelPrice, PriceCatalog
+    from podium.evaluate.routing.data import STRONG, WEAK, load_routing, split_of
+
+    (tmp_path / "math").mkdir()
+    (tmp_path / "routing").mkdir()
+    rows = [{"question": "What is 2 + 3?", "answer": "2 + 3 = 5\\n#### 5"}]
+    (tmp_path / "math" / "gsm8k_test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tmp_path / "routing" / "gsm8k_responses.csv").write_text(
+        f'prompt,{WEAK},{STRONG},{WEAK}_response,{STRONG}_response\n"What is 2 + 3?",False,True,"#### 6","It is 5."\n'
+    )
+    sheet = PriceCatalog(models={STRONG: ModelPrice(input_per_mtok=2.5, output_per_mtok=7.5)})
+    [item] = load_routing(data_dir=tmp_path, prices=sheet)
+    assert item.split == split_of("What is 2 + 3?")
+    assert (item.outcomes[WEAK].correct, item.outcomes[STRONG].correct) == (False, True)
+    tokens_in = count_tokens("What is 2 + 3?")
+    assert item.outcomes[STRONG].usd == pytest.approx((tokens_in * 2.5 + count_tokens("It is 5.") * 7.5) / 1e6)
+    assert item.outcomes[WEAK].usd == pytest.approx((tokens_in + count_tokens("#### 6")) * 0.7 / 1e6)

@@ -54,7 +54,9 @@ def nearest(points: list[Point], share: float) -> Point:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adapters", type=Path, default=Path("experiments/claim/adapter"))
-    parser.add_argument("--stages", default="sft,grpo", help="orchestrators: base, sft, grpo (comma-separated)")
+    parser.add_argument(
+        "--stages", default="sft,grpo", help="orchestrators: base, sft, grpo (comma-separated; empty: routers only)"
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N test questions (default: all)")
     parser.add_argument("--prices", type=Path, default=None, help="price sheet merged over Podium's")
     parser.add_argument("--out", type=Path, default=None, help="also write results.json and routing.html here")
@@ -69,7 +71,9 @@ def main() -> None:
         train, test, embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
     )
     adapters: dict[str, Path | None] = {
-        f"orchestrator_{stage}": None if stage == "base" else args.adapters / stage for stage in args.stages.split(",")
+        f"orchestrator_{stage}": None if stage == "base" else args.adapters / stage
+        for stage in args.stages.split(",")
+        if stage
     }
     single = orchestrator_points(adapters, test, prices)
     weak = statistics.mean(i.outcomes[WEAK].correct for i in test)

@@ -82,8 +82,9 @@ def load_routing(
     recording: str | Path | None = None,
     prices: PriceCatalog | None = None,
 ) -> list[RoutingItem]:
-    """Every GSM8K test question with the outcomes of ``models`` in ``recording`` (default: RouteLLM's)."""
-    catalog = prices or PriceCatalog.default()
+    """Every GSM8K test question with the outcomes of ``models`` in ``recording`` (default: RouteLLM's), priced
+    by Podium's sheet merged with ``prices``."""
+    catalog = PriceCatalog.default().merged(prices) if prices is not None else PriceCatalog.default()
     path = recording or recording_path(data_dir)
     replays = {model: ReplayBackend.from_file(path, model) for model in models}
     price: dict[str, ModelPrice] = {model: catalog.model_price(model) for model in models}
