@@ -56,3 +56,44 @@ def test_load_routing_grades_prices_and_splits_each_recorded_outcome(tmp_path: P
     tokens_in = count_tokens("What is 2 + 3?")
     assert item.outcomes[STRONG].usd == pytest.approx((tokens_in * 2.5 + count_tokens("It is 5.") * 7.5) / 1e6)
     assert item.outcomes[WEAK].usd == pytest.approx((tokens_in + count_tokens("#### 6")) * 0.7 / 1e6)
+
+
+def test_podium_routing_record_writes_a_replayable_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from podium.cli import app
+    from podium.evaluate.routing.data import STRONG, WEAK, split_of
+
+    questions = [f"What is {n} + {n}?" for n in range(40)]
+    test_questions = [q for q in questions if split_of(q) == "test"][:2]
+    (tmp_path / "math").mkdir()
+    (tmp_path / "routing").mkdir()
+    (tmp_path / "math" / "gsm8k_test.jsonl").write_text(
+        "".join(json.dumps({"question": q, "answer": f"#### {2 * int(q.split()[2])}"}) + "\n" for q in questions)
+    )
+    header = f"prompt,{WEAK},{STRONG},{WEAK}_response,{STRONG}_response\n"
+    (tmp_path / "routing" / "gsm8k_responses.csv").write_text(
+        header + "".join(f'"{q}",True,True,"#### 0","#### 0"\n' for q in questions)
+    )
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(
+        "workers:\n  - {name: tiny, backend: scripted, model: tiny, replies: ['\\\\boxed{2}']}\ntools: []\n"
+    )
+    monkeypatch.setenv("PODIUM_DATA", str(tmp_path))
+    out = tmp_path / "tiny.csv"
+    result = CliRunner().invoke(
+        app, ["routing", "record", "--out", str(out), "--pool", str(pool), "--limit", "2", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[-1] == {
+        "out": str(out),
+        "model": "tiny",
+        "questions": 2,
+        "correct": int("What is 1 + 1?" in test_questions),
+    }
+    assert [record.question for record in ReplayBackend.from_file(out, "tiny").index.by_key.values()] == test_questions
+    bad = CliRunner().invoke(app, ["routing", "record", "--out", str(out), "--pool", str(pool), "--split", "dev"])
+    assert bad.exit_code == 2

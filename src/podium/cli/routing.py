@@ -14,6 +14,11 @@ from podium.evaluate.routing.record import record
 app = typer.Typer(help="Replayed models for routing: record a worker's answers on GSM8K.", no_args_is_help=True)
 
 
+@app.callback()
+def routing() -> None:
+    """Replayed models for routing: record a worker's answers on GSM8K."""
+
+
 @app.command("record")
 def record_command(
     out: Annotated[Path, typer.Option("--out", help="CSV to write (RouteLLM's layout).")],
