@@ -87,7 +87,11 @@ def main() -> None:
         table["cpt80"][name] = round(cpt(points, weak, strong, 0.8), 4)
         table["accuracy"][name] = round(shown.accuracy, 4)
         table["usd_per_question"][name] = round(shown.usd_per_question, 6)
-    table["calls_per_question"] = {name: CALLS.get(name, 1.0) for name in table["apgr"]}
+    # a router makes one call; the cascade also calls the weak model first wherever it escalates
+    table["calls_per_question"] = {
+        name: CALLS.get(name, 1.0 + (nearest(curves[name], share).strong_share if name == "cascade" else 0.0))
+        for name in table["apgr"]
+    }
     result = {**table, "strong_share": {k: v.strong_share for k, v in single.items()}, "n_test": len(test)}
     result["learned_routers"] = list(LEARNED_ROUTERS)
     result["wall_s"] = round(time.perf_counter() - started)
