@@ -141,3 +141,16 @@ def test_cascade_features_read_the_weak_reply() -> None:
     assert reply_features(bad)[0] == 0.0 and reply_features(bad)[2] == 1.0
     cascade = operating_point(ITEMS, [True, False, False, False], cascade=True)
     assert cascade.usd_per_question == pytest.approx((0.01 + 0.001 + 0.001 * 3) / 4)
+
+
+def test_the_routing_report_charts_and_tabulates_every_system(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    from podium.evaluate.report import write_routing_report
+
+    curves = {"random": [Point(0, 0.5, 0.001), Point(1, 0.9, 0.01)], "orchestrator_grpo": [Point(0.3, 0.8, 0.004)]}
+    table = {"apgr": {"random": 0.5, "orchestrator_grpo": 0.61}}
+    page = write_routing_report(tmp_path, curves, table)
+    text = page.read_text()
+    assert "<td>orchestrator_grpo</td><td>0.6100</td>" in text and "<td>random</td><td>0.5000</td>" in text
+    svg = (tmp_path / "routing.svg").read_text()
+    assert "orchestrator_grpo" in svg and "random" in svg
