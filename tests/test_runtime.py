@@ -190,10 +190,10 @@ def test_usd_budget_is_never_exceeded() -> None:
 
 def test_calls_in_one_round_jointly_respect_the_usd_cap() -> None:
     four = "".join(call("standard_reasoner", subtask=f"variant {index}") for index in range(4))
-    trajectory = run(scripted_pool(), orchestrator(four, call("final_answer")), policy="parallel", max_usd=0.3)
+    trajectory = run(scripted_pool(), orchestrator(four, call("final_answer")), policy="parallel", max_usd=1.0)
     statuses = [result.status for result in trajectory.turns[0].results]
-    assert Status.OK in statuses and Status.EXEC_ERR in statuses
-    assert trajectory.usage.usd <= 0.3
+    assert Status.OK in statuses and Status.EXEC_ERR in statuses  # each reserves $0.367: two of four fit
+    assert trajectory.usage.usd <= 1.0
 
 
 def test_turn_token_and_deadline_limits_name_themselves() -> None:

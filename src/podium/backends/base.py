@@ -3,20 +3,31 @@
 :meth:`ChatBackend.generate` is written once, here: it checks the request against the backend's declared
 capabilities, times the call, checks the reply and prices it. A backend only implements :meth:`_complete`,
 which turns one request into a :class:`Completion` (the text and the token counts it measured or was told).
+
+Every reply is data, never a crash: a completion of the wrong types or ranges, or any exception of a backend,
+becomes a :class:`BackendError` (EXEC_ERR, or TIMEOUT) with a reason. Usage is charged at most at what was
+asked for: completion tokens at the request's ``max_tokens``, prompt tokens at :meth:`prompt_token_bound`
+(the tokenizer's count where the backend has one, else the proven UTF-8 bound of :mod:`podium.costs.bounds`);
+a generation whose reported usage was cut says so in :attr:`Generation.clipped`.
 """
 
+import logging
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import NonNegativeFloat, NonNegativeInt
 
-from podium.core.calls import Status
+from podium.core.calls import CallUsage, Status
 from podium.core.messages import Message
 from podium.core.record import Record
+from podium.costs.bounds import CostBound, generation_bound, prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.errors import PodiumError
+
+log = logging.getLogger(__name__)
 
 FREE = ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
 """The price of a backend that was given none."""
@@ -39,6 +50,19 @@ class Generation(Record):
     """Wall-clock seconds of the request, retries included."""
     finish_reason: str | None = None
     """Why generation stopped (``stop``, ``length``…), when the backend says."""
+    clipped: str | None = None
+    """Set when the backend reported more tokens than the request allowed: what it said and what was charged."""
+
+    @property
+    def usage(self) -> CallUsage:
+        """The generation's accounting as a call's."""
+        return CallUsage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            usd=self.usd,
+            latency_s=self.latency_s,
+            clipped=self.clipped is not None,
+        )
 
 
 class BackendError(PodiumError):
@@ -109,15 +133,52 @@ class ChatBackend(ABC):
             raise BackendError("give json_schema or regex, not both")
         request = GenerationRequest(list(messages), max_tokens, temperature, tuple(stop or ()), json_schema, regex)
         started = time.perf_counter()
-        completion = await self._complete(request)
+        try:
+            completion = await self._complete(request)
+        except BackendError:
+            raise
+        except TimeoutError as error:
+            raise BackendError(f"{self.model}: no reply in time ({error})", Status.TIMEOUT) from error
+        except Exception as error:  # a backend's own failure is the caller's EXEC_ERR, not a crash
+            raise BackendError(f"{self.model}: backend failed: {type(error).__name__}: {error}") from error
+        return self._generation(request, self._checked(completion), time.perf_counter() - started)
+
+    def prompt_token_bound(self, messages: Sequence[Message]) -> int:
+        """The most prompt tokens ``messages`` can take on this model: the proven UTF-8 bound, unless a backend
+        with the model's tokenizer counts them."""
+        return prompt_token_bound(messages)
+
+    def generation_bound(self, messages: Sequence[Message], max_tokens: int) -> CostBound:
+        """The most one generation on ``messages`` can cost at this backend's price: what budgets reserve."""
+        return generation_bound(self.price, messages, max_tokens, self.prompt_token_bound(messages))
+
+    def _checked(self, completion: Any) -> Completion:
+        """``completion`` if its fields have the right types and ranges; else the reason, as EXEC_ERR."""
+        problem = _completion_problem(completion)
+        if problem is not None:
+            raise BackendError(f"{self.model}: malformed reply: {problem}")
+        return completion  # type: ignore[no-any-return]
+
+    def _generation(self, request: GenerationRequest, completion: Completion, latency_s: float) -> Generation:
+        prompt_limit = self.prompt_token_bound(request.messages)
+        input_tokens = min(completion.input_tokens, prompt_limit)
+        output_tokens = min(completion.output_tokens, request.max_tokens)
+        clipped = None
+        if (input_tokens, output_tokens) != (completion.input_tokens, completion.output_tokens):
+            clipped = (
+                f"reported {completion.input_tokens} prompt and {completion.output_tokens} completion tokens; "
+                f"charged {input_tokens} (the prompt's bound) and {output_tokens} (max_tokens)"
+            )
+            log.warning("%s: %s", self.model, clipped)
         return Generation(
             text=completion.text,
             model=completion.model or self.model,
-            input_tokens=completion.input_tokens,
-            output_tokens=completion.output_tokens,
-            usd=self.price.cost(completion.input_tokens, completion.output_tokens),
-            latency_s=completion.latency_s if completion.latency_s is not None else time.perf_counter() - started,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            usd=self.price.cost(input_tokens, output_tokens),
+            latency_s=completion.latency_s if completion.latency_s is not None else latency_s,
             finish_reason=completion.finish_reason,
+            clipped=clipped,
         )
 
     @abstractmethod
@@ -140,3 +201,26 @@ class RepricedBackend(ChatBackend):
 
     async def _complete(self, request: GenerationRequest) -> Completion:
         return await self.inner._complete(request)
+
+    def prompt_token_bound(self, messages: Sequence[Message]) -> int:
+        return self.inner.prompt_token_bound(messages)
+
+
+def _completion_problem(completion: Any) -> str | None:
+    """What is wrong with a backend's completion, or ``None``."""
+    if not isinstance(completion, Completion):
+        return f"expected a Completion, got {type(completion).__name__}"
+    if not isinstance(completion.text, str):
+        return f"the text is {type(completion.text).__name__}, not a string"
+    for name in ("input_tokens", "output_tokens"):
+        count = getattr(completion, name)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            return f"{name} is {count!r}, not a non-negative integer"
+    for name in ("finish_reason", "model"):
+        value = getattr(completion, name)
+        if value is not None and not isinstance(value, str):
+            return f"{name} is {type(value).__name__}, not a string"
+    latency = completion.latency_s
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0):
+        return f"latency_s is {latency!r}, not a non-negative number"
+    return None

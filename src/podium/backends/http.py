@@ -1,12 +1,23 @@
 """Any OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp server, OpenAI, Together…), through the
 official ``openai`` client: its bounded retries with exponential backoff on connection errors, 408, 409,
-429 and 5xx honour Retry-After; Podium adds a per-backend concurrency limit, an overall deadline, pricing
-and the mapping of every failure to EXEC_ERR or TIMEOUT."""
+429 and 5xx honour Retry-After; Podium adds a per-backend concurrency limit, time limits no server can stretch,
+a size limit on replies, a check of every reply's shape, pricing and the mapping of every failure to EXEC_ERR
+or TIMEOUT.
+
+Time limits: each HTTP attempt ends within ``timeout_s`` in all (headers and the whole body, so a server that
+trickles one byte at a time is cut off like a silent one), and the whole generation, retries and backoff
+included, within ``deadline_s``. A reply is read only up to ``max_reply_bytes``, then parsed as JSON and
+checked field by field (:func:`completion_from_body`): anything else than a chat completion with a string
+``content`` and non-negative integer ``usage`` counts is EXEC_ERR with the reason.
+"""
 
 import asyncio
+import json
 import os
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+import httpx
 import openai
 from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
 
@@ -14,6 +25,7 @@ from podium.backends.base import BackendError, ChatBackend, Completion, Generati
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.calls import Status
+from podium.core.jsonsafe import replace_surrogates
 from podium.costs.prices import ModelPrice
 
 NO_KEY = "EMPTY"
@@ -35,6 +47,8 @@ class HttpBackendConfig(Config):
     """Time limit of one generation including every retry and backoff."""
     max_retries: NonNegativeInt = 3
     """Retries after the first attempt on connection errors, 408, 409, 429 and 5xx."""
+    max_reply_bytes: PositiveInt = 16 * 1024 * 1024
+    """Largest reply body read; a larger one is EXEC_ERR (a chat completion is kilobytes)."""
     max_concurrent: PositiveInt = 8
     """Most requests in flight to this endpoint."""
     structured_outputs: Literal["none", "vllm"] = "none"
@@ -55,7 +69,11 @@ class HttpBackend(ChatBackend):
             if not api_key:
                 raise BackendError(f"the API key for {config.base_url} is missing: set {config.api_key_env}")
         self._client = openai.AsyncOpenAI(
-            base_url=config.base_url, api_key=api_key, timeout=config.timeout_s, max_retries=config.max_retries
+            base_url=config.base_url,
+            api_key=api_key,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+            http_client=_BoundedClient(config.timeout_s, config.max_reply_bytes),
         )
         self._in_flight = LoopSemaphore(config.max_concurrent)
         self.supports_regex = config.structured_outputs == "vllm"
@@ -80,8 +98,8 @@ class HttpBackend(ChatBackend):
             body["extra_body"] = {"structured_outputs": {"regex": request.regex}}
         async with self._in_flight:
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(**body), timeout=self.config.deadline_s
+                raw = await asyncio.wait_for(
+                    self._client.chat.completions.with_raw_response.create(**body), timeout=self.config.deadline_s
                 )
             except (TimeoutError, openai.APITimeoutError) as error:
                 raise BackendError(f"{self.config.base_url}: no reply in time ({error})", Status.TIMEOUT) from error
@@ -89,19 +107,119 @@ class HttpBackend(ChatBackend):
                 raise BackendError(f"{self.config.base_url}: HTTP {error.status_code}: {error.message}") from error
             except openai.APIConnectionError as error:
                 raise BackendError(f"{self.config.base_url}: connection failed: {error}") from error
+            except ReplyTooLarge as error:
+                raise BackendError(f"{self.config.base_url}: {error}") from error
             except (openai.APIResponseValidationError, ValueError) as error:
                 raise BackendError(f"{self.config.base_url}: malformed response: {error}") from error
-        return self._completion(response)
+            reply = raw.http_response
+            try:
+                return completion_from_body(reply.headers.get("content-type", ""), reply.content)
+            except ValueError as error:
+                raise BackendError(f"{self.config.base_url}: malformed response: {error}") from error
 
-    def _completion(self, response: Any) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not choices or choices[0].message is None:
-            raise BackendError(f"{self.config.base_url}: malformed response: no choices")
-        usage = response.usage
-        return Completion(
-            text=choices[0].message.content or "",
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
-            finish_reason=choices[0].finish_reason,
-            model=response.model or None,
-        )
+
+class ReplyTooLarge(Exception):
+    """A reply body longer than the backend's ``max_reply_bytes``; not retried."""
+
+
+class _BoundedClient(httpx.AsyncClient):
+    """An HTTP client whose every attempt gets its headers and whole body within ``seconds`` (else a read
+    timeout, which the openai client retries like any timeout) and reads at most ``max_bytes`` of body."""
+
+    def __init__(self, seconds: float, max_bytes: int) -> None:
+        super().__init__(timeout=seconds, follow_redirects=True)
+        self.seconds = seconds
+        self.max_bytes = max_bytes
+
+    async def send(self, request: httpx.Request, *, stream: bool = False, **options: Any) -> httpx.Response:
+        deadline = asyncio.get_running_loop().time() + self.seconds
+        try:
+            async with asyncio.timeout_at(deadline):
+                response = await super().send(request, stream=True, **options)
+        except TimeoutError as error:
+            raise httpx.ReadTimeout(f"no reply within {self.seconds:g} s", request=request) from error
+        response.stream = _LimitedBody(response.stream, deadline, self.max_bytes, request)  # type: ignore[arg-type]
+        if not stream:
+            try:
+                await response.aread()
+            except BaseException:
+                await response.aclose()
+                raise
+        return response
+
+
+class _LimitedBody(httpx.AsyncByteStream):
+    """A reply body read against the attempt's deadline and size limit."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, deadline: float, max_bytes: int, request: httpx.Request) -> None:
+        self.inner = inner
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self.inner.__aiter__()
+        size = 0
+        while True:
+            try:
+                async with asyncio.timeout_at(self.deadline):
+                    chunk = await chunks.__anext__()
+            except StopAsyncIteration:
+                return
+            except TimeoutError as error:
+                raise httpx.ReadTimeout("the reply did not arrive in time", request=self.request) from error
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise ReplyTooLarge(f"the reply is larger than max_reply_bytes={self.max_bytes}")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def completion_from_body(content_type: str, body: bytes) -> Completion:
+    """The completion in a chat-completions reply, every field used checked; raises ValueError saying what is
+    wrong. Surrogate escapes in the text become U+FFFD (:mod:`podium.core.jsonsafe`)."""
+    if "json" not in content_type.lower():
+        raise ValueError(f"content type {content_type or '(none)'!r} is not JSON")
+    try:
+        data = json.loads(body)
+    except RecursionError as error:
+        raise ValueError("the body is nested too deeply") from error
+    if not isinstance(data, dict):
+        raise ValueError(f"the body is a JSON {type(data).__name__}, not an object")
+    if "error" in data and "choices" not in data:
+        raise ValueError(f"the server reported an error: {str(data['error'])[:500]}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ValueError("the first choice has no message object")
+    text = message.get("content")
+    if not isinstance(text, str):
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            raise ValueError(f"the model refused: {refusal[:500]}")
+        raise ValueError(f"the message content is {type(text).__name__}, not a string")
+    finish_reason = choices[0].get("finish_reason")
+    if finish_reason is not None and not isinstance(finish_reason, str):
+        raise ValueError(f"finish_reason is {type(finish_reason).__name__}, not a string")
+    model = data.get("model")
+    return Completion(
+        text=replace_surrogates(text),
+        input_tokens=_count(data, "prompt_tokens"),
+        output_tokens=_count(data, "completion_tokens"),
+        finish_reason=finish_reason,
+        model=model if isinstance(model, str) and model else None,
+    )
+
+
+def _count(data: dict[str, Any], name: str) -> int:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        raise ValueError(f"usage is {type(usage).__name__}, not an object with token counts")
+    count = usage.get(name)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"usage.{name} is {count!r}, not a non-negative integer")
+    return count

@@ -4,6 +4,7 @@ constrained decoding through outlines-core."""
 import asyncio
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +14,8 @@ from podium.backends.base import BackendError, ChatBackend, Completion, Generati
 from podium.backends.embedded import EMBEDDED_MODEL, embedded_model_dir
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
+from podium.core.messages import Message
+from podium.costs.bounds import prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.extras import require_extra
 
@@ -92,6 +95,22 @@ class LocalBackend(ChatBackend):
             raise BackendError(f"model at {source} has no chat template; give a chat (instruct) model")
         return torch, model, tokenizer
 
+    def prompt_token_bound(self, messages: Sequence[Message]) -> int:
+        """The prompt's tokens counted with the model's tokenizer once it is loaded (before, the UTF-8 bound),
+        and never more than ``max_prompt_tokens``: a longer prompt is refused before it runs."""
+        bound = min(prompt_token_bound(messages), self.config.max_prompt_tokens)
+        size = sum(len(message.content) for message in messages)
+        if self._loaded is None or size > 16 * self.config.max_prompt_tokens:
+            return bound  # counting would only confirm the cap, at the cost of tokenizing a huge prompt
+        tokenizer = self._loaded[2]
+        try:
+            encoded = tokenizer.apply_chat_template(
+                _chat(messages), add_generation_prompt=True, tokenize=True, return_dict=True
+            )
+        except Exception:  # e.g. text the tokenizer cannot encode: the proven bound still holds
+            return bound
+        return min(bound, len(encoded["input_ids"]))
+
     async def _complete(self, request: GenerationRequest) -> Completion:
         async with self._one_at_a_time:
             self._requests += 1
@@ -102,8 +121,9 @@ class LocalBackend(ChatBackend):
         torch, model, tokenizer = self.load()
         max_tokens, stop = request.max_tokens, list(request.stop)
         transformers = require_extra("local", "transformers")
-        chat = [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in request.messages]
-        inputs = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        inputs = tokenizer.apply_chat_template(
+            _chat(request.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         prompt_tokens = inputs["input_ids"].shape[1]
         if prompt_tokens > self.config.max_prompt_tokens:
             limit = self.config.max_prompt_tokens
@@ -156,3 +176,8 @@ class LocalBackend(ChatBackend):
         processor = self._constraints[key]
         processor.reset()
         return processor
+
+
+def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Messages as the chat template takes them (tool observations are user turns)."""
+    return [{"role": m.role if m.role != "tool" else "user", "content": m.content} for m in messages]

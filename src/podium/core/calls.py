@@ -3,8 +3,9 @@
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator
 
+from podium.core.jsonsafe import cap_depth
 from podium.core.record import Record
 
 
@@ -50,6 +51,11 @@ class ToolCall(Record):
     id: str = ""
     """Identifier that ties the result to the call within a turn."""
 
+    @field_validator("arguments")
+    @classmethod
+    def _storable_arguments(cls, arguments: Any) -> Any:
+        return cap_depth(arguments)
+
 
 class CallUsage(Record):
     """Accounting of one call or one orchestrator generation."""
@@ -64,6 +70,9 @@ class CallUsage(Record):
     """Wall-clock seconds from dispatch to result."""
     cost_units: NonNegativeFloat = 0.0
     """ParaManager cost units charged (Table 7: 1 per agent role, 4 for the ensemble, 0 for raw tools)."""
+    clipped: bool = False
+    """Whether what was reported (by a server, a tool) exceeded what the call was allowed and was charged at
+    that bound instead: the request's max_tokens, the prompt's token bound, the cost bound it reserved."""
 
     def __add__(self, other: "CallUsage") -> "CallUsage":
         return CallUsage(
@@ -72,6 +81,7 @@ class CallUsage(Record):
             usd=self.usd + other.usd,
             latency_s=self.latency_s + other.latency_s,
             cost_units=self.cost_units + other.cost_units,
+            clipped=self.clipped or other.clipped,
         )
 
     @property
@@ -101,6 +111,11 @@ class ToolResult(Record):
     """The model behind the call, when the tool is a model or an agent role."""
     usage: CallUsage = Field(default_factory=CallUsage)
     """Tokens, USD, latency and cost units of this call."""
+
+    @field_validator("value")
+    @classmethod
+    def _storable_value(cls, value: Any) -> Any:
+        return cap_depth(value)
 
     @property
     def ok(self) -> bool:

@@ -1,14 +1,24 @@
-"""Trajectories: question → turns → calls → observations → answer, stored losslessly as JSONL."""
+"""Trajectories: question → turns → calls → observations → answer, stored as JSONL.
 
+Storage is lossless for every string and value except two documented, visible replacements
+(:mod:`podium.core.jsonsafe`): surrogate code points (lone UTF-16 halves such as ``\ud800`` arriving through
+JSON escapes; UTF-8 cannot encode them) are written as U+FFFD, and tool values or arguments nested deeper than
+64 levels keep a marker in place of the too-deep part. NaN and infinite floats are written as ``null``, as
+JSON has no such numbers. Control characters and NUL are JSON-escaped and read back as they were.
+"""
+
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 from pydantic import BaseModel, Field, NonNegativeFloat
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from podium.core.budget import Budget, StopReason
 from podium.core.calls import CallUsage, ToolResult
+from podium.core.jsonsafe import json_ready
 from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.record import Record
@@ -78,8 +88,15 @@ _LINE_BREAK_ESCAPES = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u
 
 
 def to_json_line(record: BaseModel) -> str:
-    """One record as a single JSON line that every line reader splits correctly."""
-    return record.model_dump_json().translate(_LINE_BREAK_ESCAPES) + "\n"
+    """One record as a single JSON line that every line reader splits correctly and that UTF-8 can encode
+    (surrogates become U+FFFD)."""
+    try:
+        text = record.model_dump_json()
+    except PydanticSerializationError:
+        # The fast serializer refuses surrogates; the standard one writes them, and they are replaced here.
+        data = json_ready(record.model_dump())
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
+    return text.translate(_LINE_BREAK_ESCAPES) + "\n"
 
 
 def write_trajectories(path: str | Path, trajectories: Iterable[Trajectory], *, append: bool = True) -> None:

@@ -1,5 +1,9 @@
 """The budget ledger of an episode: the one place where a generation or call reserves its cost bound, runs,
-and settles what it actually cost, so that concurrent work never jointly crosses the budget."""
+and settles what it actually cost, so that concurrent work never jointly crosses the budget.
+
+Settling charges at most what was reserved: a tool that ran past its time limit, or a server that reported
+more tokens than a request allowed, is charged its bound in each limited dimension (USD, tokens) and the
+record says ``clipped``. Work is started only if its bound fits, so spend never crosses a limit."""
 
 import time
 from collections.abc import Awaitable, Callable
@@ -46,10 +50,15 @@ class Ledger:
         return max(0.0, self.budget.max_seconds - self.elapsed())
 
     async def metered(
-        self, bound: CostBound, work: Callable[[], Awaitable[T]], usage: Callable[[T], CallUsage]
+        self,
+        bound: CostBound,
+        work: Callable[[], Awaitable[T]],
+        usage: Callable[[T], CallUsage],
+        settle: Callable[[T, CallUsage], T],
     ) -> T | Refused:
         """Run ``work`` if a cost of at most ``bound`` fits what is left (counting work in flight), holding the
-        bound while it runs and then charging the ``usage`` of its result."""
+        bound while it runs, then charging the ``usage`` of its result cut to ``bound``; a result whose usage
+        was cut is returned as ``settle(result, charged)``."""
         limit = self._limit_crossed(bound)
         if limit is not None:
             return Refused(limit, self._describe(bound))
@@ -58,8 +67,11 @@ class Ledger:
             result = await work()
         finally:
             self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
-        self.charge(usage(result))
-        return result
+        reported = usage(result)
+        budget = self.budget
+        charged = bound.clip(reported, usd=budget.max_usd is not None, tokens=budget.max_tokens is not None)
+        self.charge(charged)
+        return result if charged is reported else settle(result, charged)
 
     def charge(self, usage: CallUsage) -> None:
         """Add what a generation or call cost."""

@@ -4,9 +4,15 @@ A run directory holds ``manifest.json`` (benchmark, system, settings) and ``resu
 :class:`EvalRecord` per finished (item, sample)). Rerunning the same command resumes: finished samples are
 skipped and never written twice. A process killed mid-write leaves at most a torn last line; it is detected
 and dropped (the file is rewritten without it) before anything new is appended.
+
+One process at a time evaluates into a directory (``eval.lock``; a second one stops and names the holder), an
+unreadable manifest is rewritten from the run's settings when the results it keeps belong to them, and every
+record is checked to read back before it is written, so no attempt is re-run and paid again on each resume
+because its line cannot be read (:mod:`podium.evaluate.rundir`).
 """
 
 import asyncio
+import logging
 import os
 import time
 from collections import deque
@@ -24,12 +30,14 @@ from podium.core.calls import CallUsage
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
 from podium.errors import PodiumError
+from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
 from podium.evaluate.systems import System
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
 
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
+log = logging.getLogger(__name__)
 
 
 class EvalError(PodiumError):
@@ -103,6 +111,8 @@ class EvalSummary(Record):
     """Torn or duplicate lines removed from ``results.jsonl`` before resuming."""
     stopped_by_budget: bool = False
     """Whether samples were left unlaunched because the USD cap was reached."""
+    repairs: list[str] = Field(default_factory=list)
+    """What was found broken in the run directory and how it was repaired."""
 
     @property
     def accuracy(self) -> float:
@@ -114,53 +124,95 @@ def read_results(path: str | Path) -> tuple[list[EvalRecord], int]:
 
     Reading never changes the file; :func:`repair_results` does.
     """
-    path = Path(path)
+    records, unusable = _scan(Path(path))
+    return records, len(unusable)
+
+
+def _scan(path: Path) -> tuple[list[EvalRecord], list[bytes]]:
+    """The records of a results file and its unusable lines (unreadable, or repeating a key)."""
     if not path.exists():
-        return [], 0
+        return [], []
     records: list[EvalRecord] = []
     seen: set[tuple[str, int]] = set()
-    dropped = 0
+    unusable: list[bytes] = []
     for raw in path.read_bytes().split(b"\n"):
         if not raw.strip():
             continue
         try:
             record = EvalRecord.model_validate_json(raw)
         except ValidationError:
-            dropped += 1
+            unusable.append(raw)
             continue
         if record.key in seen:
-            dropped += 1
+            unusable.append(raw)
             continue
         seen.add(record.key)
         records.append(record)
-    return records, dropped
+    return records, unusable
 
 
 def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
     """Read a results file and, if any line was unusable or the last line unterminated, rewrite it atomically
-    with only the good records, so new lines are never appended to a torn one."""
+    with only the good records, so new lines are never appended to a torn one; unusable lines are kept in
+    ``results.rejected.jsonl``."""
     path = Path(path)
-    records, dropped = read_results(path)
-    if path.exists() and (dropped or (path.stat().st_size and not path.read_bytes().endswith(b"\n"))):
-        temporary = path.with_suffix(".jsonl.repair")
-        temporary.write_text("".join(to_json_line(record) for record in records), encoding="utf-8")
-        os.replace(temporary, path)
-    return records, dropped
+    records, unusable = _scan(path)
+    if path.exists() and (unusable or (path.stat().st_size and not path.read_bytes().endswith(b"\n"))):
+        set_aside(path.parent, unusable)
+        write_atomically(path, "".join(to_json_line(record) for record in records))
+    return records, len(unusable)
 
 
-def check_manifest(out: Path, manifest: RunManifest) -> None:
-    """Save the manifest of a new run, or refuse to resume a run made with other settings."""
+def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord] | None = None) -> str | None:
+    """Save the manifest of a new run, or refuse to resume a run made with other settings. An unreadable
+    manifest (empty, torn) is rewritten from ``manifest`` when the ``records`` kept are all of this benchmark,
+    system and sample count, and the repair is returned; otherwise the run is refused."""
     path = out / MANIFEST_FILE
-    if not path.exists():
-        path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        return
-    saved = RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    repair = None
+    if path.exists():
+        try:
+            saved = RunManifest.model_validate_json(path.read_bytes())
+        except ValidationError as error:
+            problem = "it is empty" if not path.stat().st_size else f"it is not a manifest ({error.errors()[0]['msg']})"
+            foreign = [
+                r for r in records or []
+                if (r.benchmark, r.system) != (manifest.benchmark, manifest.system) or r.sample >= manifest.samples
+            ]  # fmt: skip
+            if foreign:
+                raise EvalError(
+                    f"{path} cannot be read ({problem}) and {out} holds results of other settings (e.g. "
+                    f"{foreign[0].benchmark} · {foreign[0].system}); use another --out"
+                ) from error
+            repair = f"{path} could not be read ({problem}); rewrote it from this run's settings"
+        else:
+            _same_settings(out, saved, manifest)
+            return None
+    write_atomically(path, manifest.model_dump_json(indent=2) + "\n")
+    return repair
+
+
+def _same_settings(out: Path, saved: RunManifest, manifest: RunManifest) -> None:
     changed = [name for name in RunManifest.model_fields if getattr(saved, name) != getattr(manifest, name)]
     if changed:
         details = "; ".join(
             f"{name}: was {getattr(saved, name)!r}, now {getattr(manifest, name)!r}" for name in changed
         )
         raise EvalError(f"{out} holds a run with other settings ({details}); use another --out to start a new run")
+
+
+def storable_line(record: EvalRecord) -> str:
+    """The JSON line of ``record``, checked to read back. A record that would not (a trajectory holding a value
+    JSON cannot carry) is stored with an empty trajectory that says why, keeping its answer and verdict, so
+    that resuming does not run and pay for it again."""
+    try:
+        line = to_json_line(record)
+        EvalRecord.model_validate_json(line)
+        return line
+    except ValueError as error:  # pydantic's serialization and validation errors are ValueErrors
+        reason = f"the trajectory could not be stored: {str(error)[:300]}"
+        log.warning("%s, sample %s: %s", record.item_id, record.sample, reason)
+        stub = Trajectory(question=record.trajectory.question, answer=record.answer, metadata={"storage_error": reason})
+        return to_json_line(record.model_copy(update={"trajectory": stub}))
 
 
 def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> Trajectory:
@@ -242,22 +294,45 @@ async def run_eval(
     manifest = RunManifest(
         benchmark=benchmark.name, source=source, system=system.name, system_config=system_config or {}, samples=samples
     )
-    check_manifest(out, manifest)
     items = benchmark.items(data_dir=data_dir, source=source)[:limit]
-    results_path = out / RESULTS_FILE
-    previous, dropped = repair_results(results_path)
+    with hold_run_directory(out):
+        previous, dropped = repair_results(out / RESULTS_FILE)
+        repairs = [note for note in [check_manifest(out, manifest, previous)] if note]
+        if dropped:
+            repairs.append(f"moved {dropped} torn or duplicate line(s) of {RESULTS_FILE} to {REJECTED_FILE}")
+        for note in repairs:
+            log.warning("%s", note)
+        grader = grader or Grader(data_dir=data_dir)
+        summary = await _evaluate(
+            system, benchmark.name, items, samples, previous, out, concurrency, max_usd, grader, progress
+        )
+    return summary.model_copy(update={"dropped_lines": dropped, "repairs": repairs})
+
+
+async def _evaluate(
+    system: System,
+    benchmark: str,
+    items: list[BenchmarkItem],
+    samples: int,
+    previous: list[EvalRecord],
+    out: Path,
+    concurrency: int,
+    max_usd: float | None,
+    grader: Grader,
+    progress: bool,
+) -> EvalSummary:
+    """Attempt every selected (item, sample) not in ``previous``, appending each record as it finishes."""
     selected = {(item.id, sample) for item in items for sample in range(samples)}
     finished = {record.key: record for record in previous if record.key in selected}
     queue = deque((item, sample) for item in items for sample in range(samples) if (item.id, sample) not in finished)
     spent = sum(record.usage.usd for record in previous)
     resumed = len(finished)
-    grader = grader or Grader(data_dir=data_dir)
     budget_hit = False
 
-    with _progress(progress) as bar, results_path.open("ab") as handle:
+    with _progress(progress) as bar, (out / RESULTS_FILE).open("ab") as handle:
         correct = sum(record.verdict.correct for record in finished.values())
         task = bar.add_task(
-            f"{benchmark.name} · {system.name}",
+            f"{benchmark} · {system.name}",
             total=len(selected),
             completed=resumed,
             accuracy=correct / resumed if resumed else 0.0,
@@ -271,9 +346,9 @@ async def run_eval(
                     budget_hit = True
                     return
                 item, sample = queue.popleft()
-                record = await attempt(system, item, sample, grader, benchmark.name)
+                record = await attempt(system, item, sample, grader, benchmark)
                 # One write per record, flushed and synced, so a kill can only tear the line being written.
-                handle.write(to_json_line(record).encode("utf-8"))
+                handle.write(storable_line(record).encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
                 finished[record.key] = record
@@ -289,17 +364,10 @@ async def run_eval(
             for running in workers:
                 running.cancel()
 
-    return EvalSummary(
-        out=str(out),
-        total=len(selected),
-        done=len(finished),
-        resumed=resumed,
-        correct=correct,
-        errors=sum(record.error is not None for record in finished.values()),
-        usd=spent,
-        dropped_lines=dropped,
-        stopped_by_budget=budget_hit and bool(queue),
-    )
+    errors = sum(record.error is not None for record in finished.values())
+    stopped = budget_hit and bool(queue)
+    return EvalSummary(out=str(out), total=len(selected), done=len(finished), resumed=resumed, correct=correct,
+                       errors=errors, usd=spent, stopped_by_budget=stopped)  # fmt: skip
 
 
 def load_run(out: str | Path) -> tuple[RunManifest, list[EvalRecord]]:

@@ -8,6 +8,11 @@ admissible (worker, primitive) pair. The grammar (SPEC §3.3) is the same in SFT
     <obs subtask="k"> the worker's return </obs>          (written by the runtime)
     <verify> self-check, may contain <replan/> </verify>
     <final_answer> answer </final_answer>
+
+Parsing is linear in the output's length (tags are found by one pass of a pattern that cannot backtrack across
+a ``<``; attributes by a possessive pattern), and values quoted back in error messages are shortened. Worker
+returns in ``<obs>`` blocks are escaped (:func:`~podium.policies.hermes.escape_protocol_tags`), so a worker
+cannot close its block or forge another subtask's.
 """
 
 import asyncio
@@ -30,13 +35,21 @@ from podium.policies.base import (
     Route,
     Subtask,
 )
-from podium.policies.hermes import ANSWER_CHARS, THINKING_CHARS, repeat
+from podium.policies.hermes import ANSWER_CHARS, THINKING_CHARS, escape_protocol_tags, repeat
 from podium.pool.primitives import PRIMITIVES, primitive_call
 
 SUBTASK_CALL_PREFIX = "subtask-"
 """Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""
-_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*?)(/?)>")
-_ATTRIBUTE = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
+_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*+)>")
+MAX_TAGS = 256
+"""Most grammar tags read from one output: a plan's 16 subtasks and routes with their checks need far fewer."""
+MAX_TAG_CHARS = 1024
+"""Longest attribute text of one tag (ids, worker labels and skills are short)."""
+# Possessive and anchored after a non-name character, so a long run of letters is scanned once, not once per
+# starting position.
+_ATTRIBUTE = re.compile(r'(?<![A-Za-z_])([A-Za-z_]++)\s*+=\s*+"([^"]*+)"')
+QUOTED_CHARS = 60
+"""Most characters of the orchestrator's own values quoted back in an error message."""
 _ID = re.compile(r"\d{1,6}")
 GRAMMAR_NODES = 4
 """Most subtasks per plan that the decoding grammar allows (the validator allows ``max_subtasks``): bounded
@@ -125,7 +138,7 @@ class DagPolicy(Policy):
     def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
         blocks = []
         for result in results:
-            body = result.observation or result.reason or ""
+            body = escape_protocol_tags(result.observation or result.reason or "")
             subtask = escape(result.call.id.removeprefix(SUBTASK_CALL_PREFIX))
             blocks.append(f'<obs subtask="{subtask}" status="{result.status.value}">\n{body}\n</obs>')
         return "\n".join(blocks)
@@ -188,8 +201,11 @@ def _elements(text: str) -> list[_Element]:
     """The top-level grammar elements of ``text`` (free text between them is ignored), checking nesting."""
     top: list[_Element] = []
     stack: list[_Element] = []
-    for match in _TAG.finditer(text):
-        closing, name, raw_attributes, self_closing = match.groups()
+    for count, match in enumerate(_TAG.finditer(text)):
+        closing, name, raw_attributes = match.groups()
+        if count == MAX_TAGS or len(raw_attributes) > MAX_TAG_CHARS:
+            raise ActionParseError(f"too many or too long tags: at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters")
+        self_closing = raw_attributes.endswith("/")
         if name == "obs":
             raise ActionParseError("<obs> blocks are written by the runtime, not by the orchestrator")
         if name == "replan":
@@ -225,7 +241,8 @@ def _integer(element: _Element, attribute: str) -> int:
     if value is None:
         raise ActionParseError(f'<{element.name}> needs a {attribute}="…" attribute')
     if not _ID.fullmatch(value.strip()):
-        raise ActionParseError(f'<{element.name} {attribute}="{value}">: {attribute} must be a non-negative integer')
+        shown = _quoted(value)
+        raise ActionParseError(f'<{element.name} {attribute}="{shown}">: {attribute} must be a non-negative integer')
     return int(value)
 
 
@@ -264,7 +281,7 @@ def _subtask(node: _Element, done: set[int], seen: set[int]) -> Subtask:
     parents: list[int] = []
     for part in filter(None, (piece.strip() for piece in raw.split(","))):
         if not _ID.fullmatch(part):
-            raise ActionParseError(f'subtask {subtask_id}: depends_on="{raw}" must list integer ids')
+            raise ActionParseError(f'subtask {subtask_id}: depends_on="{_quoted(raw)}" must list integer ids')
         parent = int(part)
         if parent >= subtask_id:
             raise ActionParseError(
@@ -284,13 +301,20 @@ def _route(element: _Element, view: PoolView) -> Route:
     model = element.attributes.get("model", "")
     skill = element.attributes.get("skill", "")
     if model not in view.workers:
-        raise ActionParseError(f"route of subtask {subtask_id}: unknown model '{model}'; models: {view.workers}")
+        shown = _quoted(model)
+        raise ActionParseError(f"route of subtask {subtask_id}: unknown model '{shown}'; models: {view.workers}")
     if skill not in PRIMITIVES:
-        raise ActionParseError(f"route of subtask {subtask_id}: unknown skill '{skill}'; skills: {list(PRIMITIVES)}")
+        shown = _quoted(skill)
+        raise ActionParseError(f"route of subtask {subtask_id}: unknown skill '{shown}'; skills: {list(PRIMITIVES)}")
     if (model, skill) not in view.admissible:
         offered = sorted(s for m, s in view.admissible if m == model)
         raise ActionParseError(f"route of subtask {subtask_id}: {model} does not offer '{skill}'; it offers {offered}")
     return Route(subtask=subtask_id, model=model, skill=skill, instruction=element.body.strip())
+
+
+def _quoted(value: str) -> str:
+    """``value`` shortened for an error message."""
+    return value if len(value) <= QUOTED_CHARS else value[:QUOTED_CHARS] + "…"
 
 
 def earlier_observations(history: Sequence[Turn]) -> dict[int, str]:
@@ -308,7 +332,9 @@ def node_task(subtask: Subtask, route: Route, parents: dict[int, str]) -> str:
     task = route.instruction or subtask.description
     if not parents:
         return task
-    evidence = "\n".join(f'<obs subtask="{parent}">\n{text}\n</obs>' for parent, text in parents.items())
+    evidence = "\n".join(
+        f'<obs subtask="{parent}">\n{escape_protocol_tags(text)}\n</obs>' for parent, text in parents.items()
+    )
     return f"{task}\n\nResults of the subtasks this one depends on:\n{evidence}"
 
 

@@ -1,13 +1,22 @@
 """The Hermes / Qwen3 tool-call format shared by the serial and parallel policies:
-``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` in, ``<tool_response …>…</tool_response>`` out."""
+``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` in, ``<tool_response …>…</tool_response>`` out.
+
+Reading is linear in the output's length whatever it holds (blocks are found with ``str.find``, never with a
+backtracking pattern), and arguments nested deeper than :data:`~podium.core.jsonsafe.MAX_DEPTH` levels are a
+PARSE_ERR. Text that tools produce is shown to the orchestrator through :func:`escape_protocol_tags`: a ``<``
+that would open or close one of the runtime's blocks (``<tool_response>``, ``<obs>``, ``<budget>``…) is written
+``&lt;``, so tool output cannot forge a block the runtime writes, and reads as before otherwise.
+"""
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from podium.core.calls import ToolCall, ToolResult, ToolSpec
+from podium.core.jsonsafe import MAX_DEPTH, nesting_depth
 from podium.extras import require_extra
 from podium.policies.base import InvalidCall
 
@@ -17,25 +26,60 @@ THINKING_CHARS = 200
 rambles until its token budget runs out and never acts."""
 ANSWER_CHARS = 200
 """Most characters of a final answer a grammar allows."""
-_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+PROTOCOL_TAGS = (
+    "tool_call", "tool_response", "tools", "think", "answer", "reasoning", "budget", "error", "plan", "subtask",
+    "route", "obs", "verify", "final_answer", "replan", "user_query", "conversation_history",
+)  # fmt: skip
+"""Tag names of every block the policies, the runtime and the agent roles write or read."""
+# The first lookahead (a tag's possible first letter) fails fast on the many ``<`` of code and markup, so the
+# alternation of names runs only where a tag could start.
+_PROTOCOL_TAG = re.compile(
+    r"<(?=\s*+/?\s*+[" + "".join(sorted({name[0] for name in PROTOCOL_TAGS})) + "])"
+    r"(?=\s*+/?\s*+(?:" + "|".join(PROTOCOL_TAGS) + r")\b)",
+    re.IGNORECASE,
+)
+
+
+MAX_CALL_BLOCKS = 32
+"""Most ``<tool_call>`` blocks read from one output (a round makes at most a few calls); further blocks are
+reported as one PARSE_ERR instead of being read one by one."""
+
+
+def tagged_blocks(text: str, opening: str, closing: str, limit: int = sys.maxsize) -> tuple[list[str], str | None, int]:
+    """The bodies of the first ``limit`` ``opening…closing`` blocks of ``text``, left to right (a block ends at
+    the first ``closing`` after its ``opening``); the unclosed tail from an ``opening`` that has no ``closing``;
+    and how many openings follow the ``limit``-th block. Linear time: each character is scanned once."""
+    bodies: list[str] = []
+    position = 0
+    while (start := text.find(opening, position)) >= 0:
+        if len(bodies) == limit:
+            return bodies, None, text.count(opening, start)
+        end = text.find(closing, start + len(opening))
+        if end < 0:
+            return bodies, text[start:], 0
+        bodies.append(text[start + len(opening) : end])
+        position = end + len(closing)
+    return bodies, None, 0
 
 
 def read_tool_calls(text: str) -> tuple[list[ToolCall], list[InvalidCall]]:
-    """Every ``<tool_call>`` block in ``text``: the readable ones as calls, the rest with the reason."""
+    """Every ``<tool_call>`` block in ``text``, up to :data:`MAX_CALL_BLOCKS`: the readable ones as calls, the
+    rest with the reason."""
     calls: list[ToolCall] = []
     invalid: list[InvalidCall] = []
-    for match in _CALL.finditer(text):
-        block = match.group(1).strip()
+    bodies, unclosed, unread = tagged_blocks(text, OPEN, CLOSE, MAX_CALL_BLOCKS)
+    for body in bodies:
+        block = body.strip()
         call_or_reason = _read_call(block, f"call_{len(calls) + len(invalid)}")
         if isinstance(call_or_reason, ToolCall):
             calls.append(call_or_reason)
         else:
             invalid.append(InvalidCall(block, call_or_reason))
-    unclosed = text.count(OPEN) - len(calls) - len(invalid)
-    if unclosed > 0:
-        tail = text[text.rfind(OPEN) :]
-        invalid.append(InvalidCall(tail, f"{OPEN} without a closing {CLOSE}"))
+    if unclosed is not None:
+        invalid.append(InvalidCall(unclosed, f"{OPEN} without a closing {CLOSE}"))
+    if unread:
+        reason = f"{unread} more {OPEN} blocks not read: at most {MAX_CALL_BLOCKS} per output"
+        invalid.append(InvalidCall(f"({unread} blocks)", reason))
     return calls, invalid
 
 
@@ -55,6 +99,8 @@ def _read_call(block: str, call_id: str) -> ToolCall | str:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
             return f'the "arguments" of {name} must be a JSON object'
+    if nesting_depth(arguments) > MAX_DEPTH:
+        return f'the "arguments" of {name} are nested deeper than {MAX_DEPTH} levels'
     return ToolCall(name=name, arguments=arguments, id=call_id)
 
 
@@ -65,14 +111,29 @@ def repeat(pattern: str, low: int, high: int) -> str:
 
 def strip_thinking(text: str) -> str:
     """``text`` without ``<think>`` blocks (an unclosed one runs to the end)."""
-    return _THINK.sub("", text)
+    kept: list[str] = []
+    position = 0
+    while (start := text.find("<think>", position)) >= 0:
+        kept.append(text[position:start])
+        end = text.find("</think>", start)
+        if end < 0:
+            return "".join(kept)
+        position = end + len("</think>")
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def escape_protocol_tags(text: str) -> str:
+    """``text`` with the ``<`` of anything that reads as a protocol tag (:data:`PROTOCOL_TAGS`, any case, opening
+    or closing) written ``&lt;``: tool output cannot open or close a block the runtime writes."""
+    return _PROTOCOL_TAG.sub("&lt;", text) if "<" in text else text
 
 
 def render_results(results: Sequence[ToolResult]) -> str:
-    """One ``<tool_response>`` block per result, with its explicit status."""
+    """One ``<tool_response>`` block per result, with its explicit status; bodies are escaped."""
     blocks = []
     for result in results:
-        body = result.observation or result.reason or ""
+        body = escape_protocol_tags(result.observation or result.reason or "")
         attributes = f'name="{escape(result.call.name)}" id="{escape(result.call.id)}" status="{result.status.value}"'
         blocks.append(f"<tool_response {attributes}>\n{body}\n</tool_response>")
     return "\n".join(blocks)

@@ -1,6 +1,5 @@
 """ToolOrchestra's serial action space: reason, make one tool call, read the result, repeat, then answer."""
 
-import re
 from collections.abc import Sequence
 
 from podium.core.answers import last_boxed
@@ -15,9 +14,8 @@ from podium.policies.hermes import (
     render_tools,
     repeat,
     strip_thinking,
+    tagged_blocks,
 )
-
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 SERIAL_PROMPT = """You are an orchestrator. Solve the user's task by calling tools from the pool below, one call \
 per turn, and then answer.
@@ -69,7 +67,7 @@ class SerialPolicy(Policy):
 def final_answer(text: str) -> str:
     """The answer in a turn without a call: ``<answer>`` content, else the last ``\\boxed{}``, else the text
     outside ``<think>`` blocks."""
-    tagged = _ANSWER.findall(text)
+    tagged, _, _ = tagged_blocks(text, "<answer>", "</answer>")
     if tagged:
         answer = tagged[-1].strip()
     else:

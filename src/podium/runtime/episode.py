@@ -1,4 +1,10 @@
-"""One episode: the loop of orchestrator turns, the policy's actions, accounting and stopping."""
+"""One episode: the loop of orchestrator turns, the policy's actions, accounting and stopping.
+
+The deadline (``max_seconds``) holds whatever the orchestrator or the tools do: generations, calls and the
+conversation partner run under the time left; output that arrives after it is recorded but not acted on, and
+an answer produced after it is not accepted (the episode stops with DEADLINE and keeps the late answer in
+``metadata["answer_after_deadline"]``); and the whole loop is cancelled :data:`DEADLINE_GRACE_S` after it, as a
+backstop for anything that does not yield in time."""
 
 import asyncio
 import time
@@ -13,12 +19,14 @@ from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult
 from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, Turn
-from podium.costs.bounds import generation_bound
 from podium.costs.ledger import Ledger, Refused
 from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, refused
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
 from podium.runtime.config import RunConfig
+
+DEADLINE_GRACE_S = 0.5
+"""How long after the deadline the episode loop is cancelled if it has not stopped by itself."""
 
 Respond = Callable[[str], Awaitable[str | None]]
 """A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
@@ -53,7 +61,7 @@ class EpisodeDispatcher:
                 except TimeoutError:
                     return refused(call, Status.TIMEOUT, None, "stopped: the episode's deadline passed")
 
-        result = await ledger.metered(registry.cost_bound(call), run, lambda result: result.usage)
+        result = await ledger.metered(registry.cost_bound(call), run, _result_usage, _settled_result)
         if isinstance(result, Refused):
             return refused(call, Status.EXEC_ERR, Refusal.BUDGET, f"the call could exceed the budget ({result.reason})")
         return result
@@ -102,6 +110,13 @@ class Episode:
         if preference is not None and preference.instruction:
             task = f"{task}\n\n{preference.instruction}"
         self.trajectory.messages = [Message(role="system", content=system), Message(role="user", content=task)]
+        limit = self.ledger.budget.max_seconds
+        try:
+            return await asyncio.wait_for(self._loop(), None if limit is None else limit + DEADLINE_GRACE_S)
+        except TimeoutError:
+            return self._finish(StopReason.DEADLINE)
+
+    async def _loop(self) -> Trajectory:
         while True:
             stop = self.ledger.budget.exhausted(self.ledger.spend())
             if stop is None and self.parse_errors > self.config.max_parse_errors:
@@ -129,7 +144,7 @@ class Episode:
         generated = await self._generate()
         if isinstance(generated, StopReason):
             return generated
-        turn = Turn(index=len(self.trajectory.turns), output=generated.text, usage=_usage(generated))
+        turn = Turn(index=len(self.trajectory.turns), output=generated.text, usage=generated.usage)
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
         self._say("assistant", generated.text)
@@ -144,6 +159,9 @@ class Episode:
             self._say("user", self.policy.rejection(str(error), self.ledger.remaining_text()))
             turn.wall_s = time.perf_counter() - started
             return None
+        if self._expired():
+            turn.wall_s = time.perf_counter() - started
+            return StopReason.DEADLINE
         self.actions.append(action)
         stop = await self._act(action, turn)
         turn.wall_s = time.perf_counter() - started
@@ -154,10 +172,16 @@ class Episode:
         outcome = await self.policy.execute(action, self.dispatch, self.trajectory.turns[:-1], limit)
         turn.results.extend(outcome.results)
         if outcome.answer is not None:
+            if self._expired():
+                self.trajectory.metadata["answer_after_deadline"] = outcome.answer
+                return StopReason.DEADLINE
             self.trajectory.answer = outcome.answer
             if self.respond is None:
                 return StopReason.ANSWER
-            reply = await self.respond(outcome.answer)
+            try:
+                reply = await asyncio.wait_for(self.respond(outcome.answer), self.ledger.remaining_seconds())
+            except TimeoutError:
+                return StopReason.DEADLINE
             if reply is None:
                 return StopReason.ENV_DONE
             self._say("user", reply)
@@ -167,7 +191,6 @@ class Episode:
 
     async def _generate(self) -> Generation | StopReason:
         """The orchestrator's next output, generated under the budget and the deadline."""
-        prompt = "".join(message.content for message in self.trajectory.messages)
         options: dict[str, Any] = {"max_tokens": self.config.max_tokens, "temperature": self.config.temperature}
         if self.constrained:
             options["regex"] = self.policy.grammar(self.view, self.actions)
@@ -178,15 +201,19 @@ class Episode:
                 self.orchestrator.generate(messages, **options), timeout=self.ledger.remaining_seconds()
             )
 
-        bound = generation_bound(self.orchestrator.price, prompt, self.config.max_tokens)
+        bound = self.orchestrator.generation_bound(self.trajectory.messages, self.config.max_tokens)
         try:
-            generated = await self.ledger.metered(bound, generate, _usage)
+            generated = await self.ledger.metered(bound, generate, _generation_usage, _settled_generation)
         except TimeoutError:
             return StopReason.DEADLINE
         except BackendError as error:
             self.trajectory.metadata["error"] = f"orchestrator backend failed: {error}"
             return StopReason.ERROR
         return generated.limit if isinstance(generated, Refused) else generated
+
+    def _expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return self.ledger.remaining_seconds() == 0.0
 
     @contextmanager
     def context(self) -> Iterator[None]:
@@ -208,10 +235,18 @@ class Episode:
         return self.trajectory
 
 
-def _usage(generation: Generation) -> CallUsage:
-    return CallUsage(
-        input_tokens=generation.input_tokens,
-        output_tokens=generation.output_tokens,
-        usd=generation.usd,
-        latency_s=generation.latency_s,
-    )
+def _generation_usage(generation: Generation) -> CallUsage:
+    return generation.usage
+
+
+def _settled_generation(generation: Generation, charged: CallUsage) -> Generation:
+    update = {"input_tokens": charged.input_tokens, "output_tokens": charged.output_tokens, "usd": charged.usd}
+    return generation.model_copy(update={**update, "clipped": generation.clipped or "charged at its cost bound"})
+
+
+def _result_usage(result: ToolResult) -> CallUsage:
+    return result.usage
+
+
+def _settled_result(result: ToolResult, charged: CallUsage) -> ToolResult:
+    return result.model_copy(update={"usage": charged})
