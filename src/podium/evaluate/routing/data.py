@@ -3,8 +3,8 @@ whether that is right, what it costs; and the fixed train / validation / test sp
 
 **Outcomes.** Each recorded response is graded by Podium's own math verifier (its final answer, as the
 ``route`` policy reads it, against the GSM8K gold), so routers and orchestrators are judged by one grader. This
-agrees with RouteLLM's recorded True/False on 2,587 of the 2,638 responses (Mixtral 1,311 / 1,319; GPT-4 1,276
-/ 1,319: Podium accepts 42 GPT-4 answers that RouteLLM's stricter grader rejected).
+agrees with RouteLLM's recorded True/False on 2,580 of the 2,638 responses (Mixtral 1,310 / 1,319; GPT-4 1,270
+/ 1,319, where Podium accepts 47 answers that RouteLLM's grader rejected and rejects 2 it accepted).
 
 **Cost.** What a replay worker charges (``podium.backends.replay``): cl100k tokens of the recorded question
 and response at the model's list price.
