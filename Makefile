@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search,report,train
+EXTRAS ?= dev,local,search,report,train,replay
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean claim claim-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -38,6 +38,21 @@ bench: setup
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_runtime.py
 	$(BIN)/python benchmarks/bench_cli.py --collect
+
+# The core claim (issue 18): train the 135M orchestrator on replayed GSM8K outcomes of Mixtral and GPT-4, then
+# evaluate it against learned routers on the test split. CLAIM_LIMIT bounds the test questions the orchestrators
+# play (each is a CPU episode); routers are scored on the same questions.
+CLAIM_DIR ?= experiments/claim
+CLAIM_LIMIT ?= 60
+claim: setup
+	$(BIN)/python $(CLAIM_DIR)/train.py --out $(CLAIM_DIR)/adapter
+	$(BIN)/python $(CLAIM_DIR)/curves.py $(CLAIM_DIR)/adapter/curves.jsonl --out $(CLAIM_DIR)/adapter/curves.svg
+	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages base,sft,grpo --limit $(CLAIM_LIMIT) --out $(CLAIM_DIR)/results
+	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages grpo --limit $(CLAIM_LIMIT) --prices $(CLAIM_DIR)/prices-strong-4x-cheaper.yaml --out $(CLAIM_DIR)/results/unseen-prices
+
+# Only the committed adapters and the routers; the last line printed is one JSON object.
+claim-eval: setup
+	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages sft,grpo --limit $(CLAIM_LIMIT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl

@@ -97,6 +97,8 @@ class Completion:
     finish_reason: str | None = None
     model: str | None = None
     """The model the server says answered, when it says."""
+    latency_s: float | None = None
+    """Latency the backend reports instead of the measured wall time (a replayed model's modelled latency)."""
 
 
 class ChatBackend(ABC):
@@ -174,7 +176,7 @@ class ChatBackend(ABC):
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             usd=self.price.cost(input_tokens, output_tokens),
-            latency_s=latency_s,
+            latency_s=completion.latency_s if completion.latency_s is not None else latency_s,
             finish_reason=completion.finish_reason,
             clipped=clipped,
         )
@@ -218,4 +220,7 @@ def _completion_problem(completion: Any) -> str | None:
         value = getattr(completion, name)
         if value is not None and not isinstance(value, str):
             return f"{name} is {type(value).__name__}, not a string"
+    latency = completion.latency_s
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0):
+        return f"latency_s is {latency!r}, not a non-negative number"
     return None

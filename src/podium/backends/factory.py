@@ -10,6 +10,7 @@ from pydantic import Field
 from podium.backends.base import FREE, ChatBackend
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.backends.local import LocalBackend, LocalBackendConfig
+from podium.backends.replay import LatencyModel, ReplayBackend
 from podium.backends.scripted import ScriptedBackend
 from podium.config import Config
 from podium.costs.prices import ModelPrice, PriceCatalog
@@ -53,31 +54,49 @@ class ScriptedBackendSpec(Config):
     absent the catalog's entry for ``model``, else free."""
 
 
-BackendSpec = Annotated[HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, Field(discriminator="kind")]
+class ReplayBackendSpec(Config):
+    """A model's recorded answers replayed at its price (``podium.backends.replay``)."""
+
+    kind: Literal["replay"] = "replay"
+    """Selects this backend type."""
+    model: str
+    """The model's column in the recording, and its name for pricing."""
+    path: str
+    """The recording: a CSV with ``prompt``, ``MODEL`` (True/False) and ``MODEL_response`` columns."""
+    latency: LatencyModel = Field(default_factory=LatencyModel)
+    """Modelled latency of one call."""
+    price: ModelPrice | None = None
+    """Token prices; when absent the catalog's entry for ``model`` (a replayed model found in no catalog is an
+    error: it stands for a paid model)."""
+
+
+AnySpec = HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec | ReplayBackendSpec
+"""Every backend spec type."""
+BackendSpec = Annotated[AnySpec, Field(discriminator="kind")]
 """Any backend, selected by its ``kind``."""
 
 
-def backend_price(spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, catalog: PriceCatalog) -> ModelPrice:
-    """The spec's own price, else the catalog's. A served (``http``) model with no price anywhere is an error,
-    never silently free; local and scripted models are free unless priced."""
+def backend_price(spec: AnySpec, catalog: PriceCatalog) -> ModelPrice:
+    """The spec's own price, else the catalog's. A served (``http``) or replayed model with no price anywhere
+    is an error, never silently free; local and scripted models are free unless priced."""
     if spec.price is not None:
         return spec.price
     provider = spec.provider if isinstance(spec, HttpBackendSpec) else None
     try:
         return catalog.model_price(spec.model, provider)
     except UnknownPriceError as error:
-        if isinstance(spec, HttpBackendSpec):
+        if isinstance(spec, HttpBackendSpec | ReplayBackendSpec):
             raise ConfigError(f"backend {spec.model}: {error}; or set 'price:' on the backend") from error
         return FREE
 
 
-def build_backend(
-    spec: HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec, catalog: PriceCatalog | None = None
-) -> ChatBackend:
+def build_backend(spec: AnySpec, catalog: PriceCatalog | None = None) -> ChatBackend:
     """The backend ``spec`` describes, priced from ``catalog`` (default: Podium's sheet) when it has no price."""
     price = backend_price(spec, catalog or PriceCatalog.default())
     if isinstance(spec, ScriptedBackendSpec):
         return ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last, price=price)
+    if isinstance(spec, ReplayBackendSpec):
+        return ReplayBackend.from_file(spec.path, spec.model, price=price, latency=spec.latency)
     if isinstance(spec, LocalBackendSpec):
         return LocalBackend(LocalBackendConfig(**spec.model_dump(exclude={"kind", "price"})), price)
     return HttpBackend(HttpBackendConfig(**spec.model_dump(exclude={"kind", "price", "provider"})), price)

@@ -30,6 +30,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "report": LazyCommand("podium.cli.eval", "report_command", "Build the static HTML report of eval runs."),
     "grade": LazyCommand("podium.cli.grade", "grade_command", "Grade a JSONL file of model responses."),
     "train": LazyCommand("podium.cli.train", "app", "Train the orchestrator: SFT, then GRPO on executor rollouts."),
+    "routing": LazyCommand("podium.cli.routing", "app", "Record a worker's GSM8K answers for a replay worker."),
     "index": LazyCommand("podium.cli.index", "app", "Build and search local passage indexes for local_search."),
     "describe-model": LazyCommand(
         "podium.cli.models", "describe_model_command", "Write a worker's description from its results on tasks."

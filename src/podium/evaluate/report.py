@@ -19,6 +19,7 @@ from podium.core.preference import Preference
 from podium.core.trajectory import Turn
 from podium.errors import MissingExtraError
 from podium.evaluate.metrics import PreferenceScore, RunMetrics, pareto_front, preference_score, run_metrics
+from podium.evaluate.routing.metrics import Point
 from podium.evaluate.runner import EvalRecord, RunManifest, load_run
 
 MAX_TEXT_CHARS = 4_000
@@ -332,3 +333,50 @@ def build_report(
     index_page = out / "index.html"
     index_page.write_text(_page("Podium evaluation report", body, "index.js"), encoding="utf-8")
     return index_page
+
+
+def plot_routing(curves: dict[str, list[Point]], path: Path, title: str = "cost against accuracy") -> None:
+    """Every routing system's accuracy against USD per question: routers as their threshold sweeps, one-point
+    systems (single models, oracle, orchestrators) as labelled markers."""
+    figure = _figure(6.5, 4.2)
+    axes = figure.add_subplot()
+    for name, points in curves.items():
+        costs = [point.usd_per_question for point in points]
+        accuracies = [point.accuracy for point in points]
+        if len(points) > 1:
+            axes.plot(costs, accuracies, label=name, linewidth=1.2, marker=".", markersize=3)
+        else:
+            axes.scatter(costs, accuracies, s=45, zorder=3, marker="*" if name.startswith("orch") else "o")
+            axes.annotate(name, (costs[0], accuracies[0]), textcoords="offset points", xytext=(5, -10), fontsize=8)
+    axes.set_xlabel("USD per question")
+    axes.set_ylabel("accuracy")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right", fontsize=8)
+    figure.savefig(path, format="svg", metadata={"Date": None})
+
+
+def write_routing_report(out: str | Path, curves: dict[str, list[Point]], table: dict[str, dict[str, float]]) -> Path:
+    """``out/routing.html``: the cost-accuracy chart of every system and the metrics table (rows: systems)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_routing(curves, out / "routing.svg")
+    metrics = list(table)
+    head = "".join(f"<th>{html.escape(metric)}</th>" for metric in metrics)
+    rows = "".join(
+        f"<tr><td>{html.escape(system)}</td>"
+        + "".join(f"<td>{_fmt(table[metric].get(system), 4)}</td>" for metric in metrics)
+        + "</tr>"
+        for system in curves
+    )
+    body = (
+        '<h1>Routing: cost against accuracy</h1><img class="plot" src="routing.svg" alt="cost against accuracy">'
+        f"<table><tr><th>system</th>{head}</tr>{rows}</table>"
+    )
+    page = out / "routing.html"
+    page.write_text(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Podium routing report</title></head>'
+        f"<body>{body}</body></html>\n",
+        encoding="utf-8",
+    )
+    return page

@@ -21,9 +21,10 @@ from podium.policies.base import (
 )
 from podium.policies.dag import DagPolicy
 from podium.policies.parallel import ParallelPolicy
+from podium.policies.route import RoutePolicy
 from podium.policies.serial import SerialPolicy
 
-PolicyName = Literal["serial", "parallel", "dag"]
+PolicyName = Literal["serial", "parallel", "dag", "route"]
 
 
 def build_policy(name: PolicyName) -> Policy:
@@ -32,6 +33,7 @@ def build_policy(name: PolicyName) -> Policy:
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
         "dag": DagPolicy,
+        "route": RoutePolicy,
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
@@ -53,6 +55,7 @@ __all__ = [
     "PolicyName",
     "PoolView",
     "Route",
+    "RoutePolicy",
     "SerialPolicy",
     "Subtask",
     "Summarize",

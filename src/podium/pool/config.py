@@ -4,7 +4,8 @@ from typing import Literal, Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from podium.backends.factory import HttpBackendSpec, LocalBackendSpec, ScriptedBackendSpec
+from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, ReplayBackendSpec, ScriptedBackendSpec
+from podium.backends.replay import LatencyModel
 from podium.config import Config
 from podium.costs.prices import ModelPrice
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
@@ -20,8 +21,9 @@ class WorkerConfig(Config):
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
     """The worker's name in the pool (its tool name, unless blind labels hide it)."""
-    backend: Literal["http", "local", "scripted"]
-    """How to reach it: an OpenAI-compatible endpoint, a model loaded in-process, or scripted replies."""
+    backend: Literal["http", "local", "scripted", "replay"]
+    """How to reach it: an OpenAI-compatible endpoint, a model loaded in-process, scripted replies, or a
+    model's recorded answers replayed (``podium.backends.replay``)."""
     model: str
     """The model's name at the backend, and for pricing."""
     base_url: str | None = None
@@ -29,9 +31,12 @@ class WorkerConfig(Config):
     api_key_env: str | None = None
     """For ``http``: environment variable holding the API key."""
     path: str | None = None
-    """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct."""
+    """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct. For
+    ``replay``: the recording (CSV with ``prompt``, ``MODEL`` and ``MODEL_response`` columns)."""
     adapter: str | None = None
     """For ``local``: a LoRA adapter directory merged into the model (relative to the pool file)."""
+    latency: LatencyModel = Field(default_factory=LatencyModel)
+    """For ``replay``: the modelled latency of one call."""
     replies: list[str] = Field(default_factory=list)
     """For ``scripted``: the replies, in order (the last repeats)."""
     price: ModelPrice | None = None
@@ -55,7 +60,7 @@ class WorkerConfig(Config):
     """For ``http``: ``vllm`` when the server is vLLM ≥ 0.12, so an orchestrator served there generates its
     actions under the policy's grammar."""
 
-    def spec(self) -> HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec:
+    def spec(self) -> AnySpec:
         """The backend spec this worker describes, for the backend factory."""
         if self.backend == "http":
             return HttpBackendSpec(
@@ -69,6 +74,8 @@ class WorkerConfig(Config):
                 price=self.price,
                 provider=self.provider,
             )
+        if self.backend == "replay":
+            return ReplayBackendSpec(model=self.model, path=self.path or "", latency=self.latency, price=self.price)
         if self.backend == "local":
             return LocalBackendSpec(model=self.model, path=self.path, adapter=self.adapter, price=self.price)
         return ScriptedBackendSpec(model=self.model, replies=self.replies, repeat_last=True, price=self.price)
@@ -77,6 +84,8 @@ class WorkerConfig(Config):
     def _backend_fields(self) -> Self:
         if self.backend == "http" and not self.base_url:
             raise ValueError(f"worker '{self.name}': backend 'http' needs base_url")
+        if self.backend == "replay" and not self.path:
+            raise ValueError(f"worker '{self.name}': backend 'replay' needs path (the recording)")
         if self.backend == "scripted" and not self.replies:
             raise ValueError(f"worker '{self.name}': backend 'scripted' needs replies")
         return self

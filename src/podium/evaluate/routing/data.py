@@ -1,0 +1,106 @@
+"""The routing setting (RouteLLM's) on GSM8K: per question, what each recorded model would have answered,
+whether that is right, what it costs; and the fixed train / validation / test split.
+
+**Outcomes.** Each recorded response is graded by Podium's own math verifier (its final answer, as the
+``route`` policy reads it, against the GSM8K gold), so routers and orchestrators are judged by one grader. This
+agrees with RouteLLM's recorded True/False on 2,580 of the 2,638 responses (Mixtral 1,310 / 1,319; GPT-4 1,270
+/ 1,319, where Podium accepts 47 answers that RouteLLM's grader rejected and rejects 2 it accepted).
+
+**Cost.** What a replay worker charges (``podium.backends.replay``): cl100k tokens of the recorded question
+and response at the model's list price.
+
+**Split.** By a hash of the normalised question (sha256, first 8 hex digits as an integer, modulo 100):
+0-19 test, 20-29 validation, 30-99 train — fixed, independent of file order, about 20 / 10 / 70 %.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from podium.backends.replay import ReplayBackend, count_tokens, normalise
+from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.core.answers import extract_answer
+from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.errors import PodiumError
+from podium.graders.math import math_equivalent
+
+WEAK = "mistralai/Mixtral-8x7B-Instruct-v0.1"
+"""The cheap recorded model."""
+STRONG = "gpt-4-1106-preview"
+"""The dear recorded model."""
+RECORDING = "routing/gsm8k_responses.csv"
+"""The recording, relative to the shared data directory."""
+Split = Literal["train", "validation", "test"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One model's replayed answer to one question."""
+
+    correct: bool
+    usd: float
+    response: str
+
+
+@dataclass(frozen=True)
+class RoutingItem:
+    """A question with every model's outcome on it."""
+
+    item: BenchmarkItem
+    split: Split
+    outcomes: dict[str, Outcome]
+    """Model → outcome."""
+
+    @property
+    def question(self) -> str:
+        return self.item.question
+
+
+def split_of(question: str) -> Split:
+    """The question's split (see the module notes)."""
+    bucket = int(hashlib.sha256(normalise(question).encode()).hexdigest()[:8], 16) % 100
+    return "test" if bucket < 20 else "validation" if bucket < 30 else "train"
+
+
+def recording_path(data_dir: str | Path | None = None) -> Path:
+    """Where the GSM8K recording is."""
+    return shared_data_dir(data_dir) / RECORDING
+
+
+def graded(response: str, gold: str) -> bool:
+    """Whether ``response`` states the gold answer, by Podium's math verifier."""
+    answer = extract_answer(response, "math")
+    return bool(answer) and math_equivalent(answer, gold)
+
+
+def load_routing(
+    models: tuple[str, ...] = (WEAK, STRONG),
+    *,
+    data_dir: str | Path | None = None,
+    recording: str | Path | None = None,
+    prices: PriceCatalog | None = None,
+) -> list[RoutingItem]:
+    """Every GSM8K test question with the outcomes of ``models`` in ``recording`` (default: RouteLLM's), priced
+    by Podium's sheet merged with ``prices``."""
+    catalog = PriceCatalog.default().merged(prices) if prices is not None else PriceCatalog.default()
+    path = recording or recording_path(data_dir)
+    replays = {model: ReplayBackend.from_file(path, model) for model in models}
+    price: dict[str, ModelPrice] = {model: catalog.model_price(model) for model in models}
+    items = []
+    for item in get_benchmark("gsm8k").items(data_dir=data_dir):
+        outcomes = {}
+        for model, replay in replays.items():
+            record = replay.index.find(item.question)
+            if record is None:
+                raise PodiumError(f"{path}: no recorded answer of {model} for GSM8K item {item.id}")
+            usd = price[model].cost(count_tokens(record.question), count_tokens(record.response))
+            outcomes[model] = Outcome(graded(record.response, str(item.gold)), usd, record.response)
+        items.append(RoutingItem(item, split_of(item.question), outcomes))
+    return items
+
+
+def in_split(items: list[RoutingItem], split: Split) -> list[RoutingItem]:
+    """The items of one split, in dataset order."""
+    return [item for item in items if item.split == split]

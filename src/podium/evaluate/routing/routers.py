@@ -1,0 +1,162 @@
+"""Router baselines in RouteLLM's setting: each gives every question a score (higher: more in need of the strong
+model) and calls the strong model when the score passes a threshold; sweeping the threshold traces the router's
+cost-accuracy curve. The learned ones see the train split only.
+
+- ``random``: a seeded uniform score (its curve is the diagonal, APGR ≈ 0.5);
+- ``knn``: the k most similar train questions (cosine of MiniLM embeddings); the score is their mean of
+  strong-correct minus weak-correct (RouteLLM's similarity-weighted idea without the Elo);
+- ``logreg``: a small classifier, L2-regularised logistic regression on the MiniLM embedding, predicting that
+  the weak model fails; the score is that probability.
+- ``cascade``: a cascade (FrugalGPT's idea): the weak model always answers, then logistic regression on features
+  of its *reply* (a final ``####`` line present, its length, ``<<a=b>>`` calculator annotations whose
+  arithmetic is wrong) predicts that it failed, and the strong model is called above the threshold. It pays for
+  the weak call on every question; it shows how much the weak reply tells an orchestrator that reads it.
+
+``always_weak``, ``always_strong`` and ``oracle`` (strong exactly when it is right and the weak model is not)
+are single operating points.
+"""
+
+import ast
+import operator
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
+from podium.evaluate.routing.metrics import Point
+
+LEARNED_ROUTERS = ("knn", "logreg", "cascade")
+"""The routers trained on the train split."""
+
+
+def operating_point(items: Sequence[RoutingItem], strong: Sequence[bool], cascade: bool = False) -> Point:
+    """The point reached by calling the strong model on the questions flagged in ``strong`` (with ``cascade``,
+    after the weak model, whose cost is then paid on every question)."""
+    chosen = [item.outcomes[STRONG if flag else WEAK] for item, flag in zip(items, strong, strict=True)]
+    count = len(items)
+    weak_first = sum(item.outcomes[WEAK].usd for item, flag in zip(items, strong, strict=True) if flag and cascade)
+    return Point(
+        strong_share=sum(strong) / count,
+        accuracy=sum(outcome.correct for outcome in chosen) / count,
+        usd_per_question=(sum(outcome.usd for outcome in chosen) + weak_first) / count,
+    )
+
+
+def sweep(items: Sequence[RoutingItem], scores: Sequence[float], cascade: bool = False) -> list[Point]:
+    """Every operating point of a thresholded score: strong for the top 0, 1, … n scores (ties together)."""
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    ranked = np.asarray(scores, dtype=float)[order]
+    points = [operating_point(items, [False] * len(items), cascade)]
+    flags = [False] * len(items)
+    for position, index in enumerate(order):
+        flags[int(index)] = True
+        last_of_tie = position + 1 == len(order) or ranked[position + 1] != ranked[position]
+        if last_of_tie:
+            points.append(operating_point(items, flags, cascade))
+    return points
+
+
+def oracle_flags(items: Sequence[RoutingItem]) -> list[bool]:
+    """Strong exactly where it is right and the weak model is wrong."""
+    return [item.outcomes[STRONG].correct and not item.outcomes[WEAK].correct for item in items]
+
+
+def random_scores(count: int, seed: int = 0) -> list[float]:
+    """Uniform scores from a seeded generator."""
+    return np.random.default_rng(seed).random(count).tolist()
+
+
+def gain(items: Sequence[RoutingItem]) -> np.ndarray:
+    """Per item: strong-correct minus weak-correct (1, 0 or −1)."""
+    return np.array([int(i.outcomes[STRONG].correct) - int(i.outcomes[WEAK].correct) for i in items], dtype=float)
+
+
+def knn_scores(train: np.ndarray, train_gain: np.ndarray, queries: np.ndarray, k: int = 20) -> list[float]:
+    """Mean ``train_gain`` of the ``k`` most similar train rows (rows L2-normalised: inner product = cosine)."""
+    similarity = queries @ train.T
+    nearest = np.argsort(-similarity, axis=1)[:, :k]
+    return train_gain[nearest].mean(axis=1).tolist()
+
+
+def fit_logreg(
+    features: np.ndarray, labels: np.ndarray, *, l2: float = 1.0, steps: int = 500, lr: float = 0.5
+) -> np.ndarray:
+    """Weights (bias last) of L2-regularised logistic regression by full-batch gradient descent."""
+    x = np.hstack([features, np.ones((len(features), 1))])
+    weights = np.zeros(x.shape[1])
+    for _ in range(steps):
+        probability = 1.0 / (1.0 + np.exp(-(x @ weights)))
+        gradient = x.T @ (probability - labels) / len(x) + l2 * np.r_[weights[:-1], 0.0] / len(x)
+        weights -= lr * gradient
+    return weights
+
+
+def logreg_scores(weights: np.ndarray, features: np.ndarray) -> list[float]:
+    """Predicted probabilities under ``weights``."""
+    x = np.hstack([features, np.ones((len(features), 1))])
+    return (1.0 / (1.0 + np.exp(-(x @ weights)))).tolist()
+
+
+_CALC = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def arithmetic(text: str) -> float:
+    """The value of a ``+ - * /`` expression over numbers; ValueError for anything else."""
+
+    def value(node: ast.expr) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError("not plain arithmetic")
+
+    try:
+        return value(ast.parse(text.replace(",", ""), mode="eval").body)
+    except (SyntaxError, ZeroDivisionError) as error:
+        raise ValueError(str(error)) from error
+
+
+def reply_features(reply: str) -> list[float]:
+    """What the weak reply shows: a ``####`` final line, its length (log chars), wrong calculator annotations."""
+    wrong = 0
+    for expression, result in _CALC.findall(reply):
+        try:
+            wrong += abs(arithmetic(expression) - float(result.replace(",", ""))) > 1e-6
+        except ValueError:
+            continue
+    return [float("####" in reply), float(np.log1p(len(reply))) / 8.0, float(min(wrong, 3))]
+
+
+def cascade_scores(train: Sequence[RoutingItem], test: Sequence[RoutingItem]) -> list[float]:
+    """Probability that the weak reply is wrong, by logistic regression on :func:`reply_features` (train split)."""
+    features = np.array([reply_features(item.outcomes[WEAK].response) for item in train])
+    labels = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
+    weights = fit_logreg(features, labels, l2=0.1, steps=2000)
+    return logreg_scores(weights, np.array([reply_features(item.outcomes[WEAK].response) for item in test]))
+
+
+def router_curves(
+    train: Sequence[RoutingItem],
+    test: Sequence[RoutingItem],
+    train_vectors: np.ndarray,
+    test_vectors: np.ndarray,
+    *,
+    seed: int = 0,
+) -> dict[str, list[Point]]:
+    """Every router's operating points on ``test``, the learned ones fitted on ``train``."""
+    weak_fails = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
+    weights = fit_logreg(train_vectors, weak_fails)
+    none = [False] * len(test)
+    return {
+        "always_weak": [operating_point(test, none)],
+        "always_strong": [operating_point(test, [True] * len(test))],
+        "oracle": [operating_point(test, oracle_flags(test))],
+        "random": sweep(test, random_scores(len(test), seed)),
+        "knn": sweep(test, knn_scores(train_vectors, gain(train), test_vectors)),
+        "logreg": sweep(test, logreg_scores(weights, test_vectors)),
+        "cascade": sweep(test, cascade_scores(train, test), cascade=True),
+    }
