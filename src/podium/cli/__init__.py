@@ -36,6 +36,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve-model": LazyCommand(
         "podium.cli.models", "serve_model_command", "Serve a worker as an OpenAI-compatible API."
     ),
+    "serve": LazyCommand(
+        "podium.cli.serve", "serve_command", "Serve orchestrators as OpenAI-compatible models (one episode a request)."
+    ),
 }
 """Command name → where it lives; the order is the order of ``podium --help``."""
 
