@@ -7,6 +7,7 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_va
 from podium.backends.factory import HttpBackendSpec, LocalBackendSpec, ScriptedBackendSpec
 from podium.config import Config
 from podium.costs.prices import ModelPrice
+from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.primitives import Primitive
 from podium.sandbox import SandboxConfig
@@ -118,6 +119,8 @@ class PoolConfig(Config):
     """Price file merged over Podium's sheet for this pool."""
     max_observation_chars: PositiveInt = 16_384
     """Observations longer than this are truncated."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP servers (stdio or streamable HTTP) whose tools join the pool as ``<name>__<tool>``."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
+from starlette.types import ASGIApp
 
 from podium.core.messages import Message
 
@@ -120,8 +121,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_app(app: FastAPI, *, host: str, port: int) -> None:
-    """Serve ``app`` until interrupted."""
+def run_app(app: ASGIApp, *, host: str, port: int) -> None:
+    """Serve ``app`` (an ASGI application) until interrupted."""
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[listening_socket(host, port)])
 
