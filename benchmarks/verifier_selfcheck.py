@@ -1,10 +1,14 @@
 """Verifier self-check on the full offline data: every gold must verify against itself, perturbations must not.
 Also replays every tau2 task's golden actions.
 
-    python benchmarks/verifier_selfcheck.py [--data ../shared/data]
+    python benchmarks/verifier_selfcheck.py [--data ../shared/data] [--math-only]
 
-Prints one line per data set: golds verified / total, perturbed verified / total (should be 0).
-GPQA is read from its encrypted zip in memory only; nothing is extracted to disk.
+Math (the full oracle; the test suite runs all golds in every rendering on the reply path, and a subset of
+the rejection checks): each gold of MATH-500, GSM8K, AIME 24/25 and AMC 23 written bare, boxed and in a sentence,
+graded as a whole reply and as an extracted final answer; unevaluated expressions (real GSM8K calculations and
+sums/products of the integer golds) that must be rejected; and agreement with RouteLLM's recorded correctness of
+real Mixtral and GPT-4 GSM8K replies. Then one line per other data set: golds verified / total, perturbed
+verified / total (should be 0). GPQA is read from its encrypted zip in memory only; nothing is extracted to disk.
 """
 
 import argparse
@@ -12,16 +16,21 @@ import asyncio
 import csv
 import io
 import json
+import logging
 import random
+import re
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.benchmarks.loaders import get_benchmark
+from podium.core.answers import extract_answer
 from podium.envs.domain import load_domain
 from podium.envs.evaluation import replay
 from podium.graders.code import CodeVerifier
-from podium.graders.math import math_equivalent
+from podium.graders.math import grade_math
 from podium.graders.text import MultipleChoiceVerifier, QAVerifier, exact_match
 from podium.sandbox import Sandbox
 
@@ -41,16 +50,102 @@ def report(name: str, golds: list[bool], perturbed: list[bool], started: float) 
     )
 
 
-def math_sets(data: Path) -> None:
-    started = time.perf_counter()
-    rows = jsonl(data / "math/math500.jsonl")
-    golds = [math_equivalent(f"The answer is $\\boxed{{{r['answer']}}}$", r["answer"]) for r in rows]
-    report("MATH-500", golds, [math_equivalent(f"$\\boxed{{{r['answer']}+1}}$", r["answer"]) for r in rows], started)
-    started = time.perf_counter()
-    answers = [r["answer"].split("####")[-1].strip() for r in jsonl(data / "math/gsm8k_test.jsonl")]
-    golds = [math_equivalent(f"So the answer is {a}.", a) for a in answers]
-    perturbed = [math_equivalent(f"So the answer is {int(a.replace(',', '')) + 1}.", a) for a in answers]
-    report("GSM8K test", golds, perturbed, started)
+MATH_SETS = ("math500", "gsm8k", "aime24", "aime25", "amc23")
+RENDERINGS: dict[str, Callable[[str], str]] = {
+    "bare": lambda gold: gold,
+    "boxed": lambda gold: f"\\boxed{{{gold}}}",
+    "sentence": lambda gold: f"The answer is {gold}.",
+}
+"""How the oracle writes a gold as the model's answer."""
+
+
+def math_oracle(data: Path) -> None:
+    """Every gold of the five math sets, in each rendering, graded as the model's whole reply (``podium grade``)
+    and as the final answer a system extracted (``podium eval``, training): all must be correct. The gold plus
+    one must never be."""
+    for name in MATH_SETS:
+        items = get_benchmark(name).items(data_dir=data)
+        for rendering, render in RENDERINGS.items():
+            started = time.perf_counter()
+            reply = [grade_math(render(i.gold), i.gold, i.question).correct for i in items]
+            path = [grade_math(extract_answer(render(i.gold), "math") or "", i.gold, i.question).correct for i in items]
+            perturbed = [grade_math(render(_plus_one(i.gold)), i.gold, i.question).correct for i in items]
+            print(
+                f"{name:<8} {rendering:<9} reply {sum(reply):>4}/{len(items):<4}  "
+                f"eval path {sum(path):>4}/{len(items):<4}  gold+1 accepted {sum(perturbed):>3}  "
+                f"({time.perf_counter() - started:.1f} s)",
+                flush=True,
+            )
+
+
+def _plus_one(gold: str) -> str:
+    return str(int(gold) + 1) if gold.lstrip("-").isdigit() else f"{gold}+1"
+
+
+def unevaluated_answers(data: Path) -> list[tuple[str, str, str]]:
+    """(expression, gold, question) answers that restate the computation instead of its result: each GSM8K
+    solution's last calculation (``<<9*2=18>>`` gives ``9*2`` for the gold 18), and for every integer gold of
+    MATH-500, AIME and AMC a sum ``(g+7) - 7`` and, when g has a factor, a product."""
+    cases = []
+    rows = jsonl(data / "math/gsm8k_test.jsonl")
+    for row, item in zip(rows, get_benchmark("gsm8k").items(data_dir=data), strict=True):
+        calculations = re.findall(r"<<([^=<>]+)=([^<>]+)>>", row["answer"])
+        if calculations and _same_number(calculations[-1][1], item.gold) and not _is_number(calculations[-1][0]):
+            cases.append((calculations[-1][0].strip(), item.gold, item.question))
+    for name in ("math500", "aime24", "aime25", "amc23"):
+        for item in get_benchmark(name).items(data_dir=data):
+            if not item.gold.isdigit():
+                continue
+            value = int(item.gold)
+            cases.append((f"{value + 7} - 7", item.gold, item.question))
+            factor = next((f for f in range(2, int(value**0.5) + 1) if value % f == 0), None)
+            if factor:
+                cases.append((f"{factor} \\times {value // factor}", item.gold, item.question))
+    return cases
+
+
+def _is_number(text: str) -> bool:
+    return re.fullmatch(r"\s*-?[\d.]+\s*", text) is not None
+
+
+def _same_number(text: str, gold: str) -> bool:
+    try:
+        return float(text) == float(gold)
+    except ValueError:
+        return False
+
+
+def math_unevaluated(data: Path) -> None:
+    """Answers left as an unevaluated expression must be wrong in every rendering; the same expression followed
+    by its result (``9*2 = 18``) must be right."""
+    cases = unevaluated_answers(data)
+    for rendering, render in RENDERINGS.items():
+        started = time.perf_counter()
+        echoed = sum(grade_math(render(expression), gold, question).correct for expression, gold, question in cases)
+        computed = sum(grade_math(render(f"{e} = {g}"), g, q).correct for e, g, q in cases)
+        print(
+            f"unevaluated {rendering:<9} accepted {echoed}/{len(cases)} (must be 0); "
+            f"'expression = result' accepted {computed}/{len(cases)}  ({time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
+
+
+def routellm_agreement(data: Path) -> None:
+    """Real GSM8K replies of Mixtral-8x7B and GPT-4 graded by Podium (the eval path) against RouteLLM's recorded
+    correctness labels: agreement, and where each side says correct."""
+    rows = list(csv.DictReader((data / "routing/gsm8k_responses.csv").open(encoding="utf-8")))
+    items = get_benchmark("gsm8k").items(data_dir=data)
+    for model in ("mistralai/Mixtral-8x7B-Instruct-v0.1", "gpt-4-1106-preview"):
+        started = time.perf_counter()
+        labels = [row[model] == "True" for row in rows]
+        answers = [extract_answer(row[f"{model}_response"], "math") or "" for row in rows]
+        podium = [grade_math(a, i.gold, i.question).correct for a, i in zip(answers, items, strict=True)]
+        agree = sum(p == label for p, label in zip(podium, labels, strict=True))
+        print(
+            f"RouteLLM {model.split('/')[-1]:<26} agree {agree}/{len(rows)}; correct: Podium {sum(podium)}, "
+            f"label {sum(labels)}  ({time.perf_counter() - started:.1f} s)",
+            flush=True,
+        )
 
 
 async def code_sets(data: Path) -> None:
@@ -133,8 +228,15 @@ def tau2() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "data")
-    data = parser.parse_args().data
-    math_sets(data)
+    parser.add_argument("--math-only", action="store_true", help="Only the math oracle and its rejection checks.")
+    arguments = parser.parse_args()
+    data = arguments.data
+    logging.disable(logging.WARNING)  # math-verify logs every answer it cannot parse
+    math_oracle(data)
+    math_unevaluated(data)
+    routellm_agreement(data)
+    if arguments.math_only:
+        return
     asyncio.run(code_sets(data))
     asyncio.run(choice_sets(data))
     asyncio.run(qa_sets(data))

@@ -316,3 +316,29 @@ def test_subset_applies_allow_and_deny_lists():
 async def call_concurrently(registry, calls):
     """Every call at once, results in order (as the runtime dispatches a round)."""
     return list(await asyncio.gather(*(registry.call(call) for call in calls)))
+
+
+def test_a_value_nested_too_deeply_to_encode_is_still_an_observation():
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+
+    @tool
+    def nest() -> list:
+        """Return a very deep list."""
+        return deep
+
+    result = run(ToolRegistry([nest]).call(ToolCall(name="nest")))
+    assert result.status is Status.OK and "nested too deeply" in result.observation
+
+
+def test_a_per_second_price_is_charged_up_to_the_time_limit_only():
+    async def slow() -> None:
+        """Sleep past the time limit."""
+        await asyncio.sleep(0.3)
+
+    registry = ToolRegistry(
+        [tool(slow, timeout_s=0.1)], prices=PriceCatalog(tools={"slow": ToolPrice(per_second_usd=1.0)})
+    )
+    result = run(registry.call(ToolCall(name="slow")))
+    assert result.status is Status.TIMEOUT and result.usage.usd <= 0.1

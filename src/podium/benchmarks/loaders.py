@@ -111,12 +111,18 @@ def _number_text(value: Any) -> str:
     return str(value).strip()
 
 
+def _own_id(row: dict[str, Any], *fields: str) -> Any:
+    """The row's own id: the first of ``fields`` it has (0 is an id); None when it has none, and the item is then
+    known by its 0-based position in the file."""
+    return next((row[name] for name in fields if row.get(name) is not None), None)
+
+
 def math_items(prefix: str) -> RowConverter:
     """Competition math rows (problem or question, answer, optional id/unique_id/level/subject)."""
 
     def convert(rows: Iterable[dict[str, Any]]) -> Iterator[BenchmarkItem]:
         for index, row in enumerate(rows):
-            key = row.get("unique_id") or row.get("id")
+            key = _own_id(row, "unique_id", "id")
             metadata = {name: row[name] for name in ("level", "subject", "url") if row.get(name) is not None}
             yield BenchmarkItem(
                 id=f"{prefix}-{key if key is not None else index}",
@@ -209,10 +215,10 @@ def qa_items(prefix: str) -> RowConverter:
 
     def convert(rows: Iterable[dict[str, Any]]) -> Iterator[BenchmarkItem]:
         for index, row in enumerate(rows):
-            key = row.get("id") or row.get("_id") or index
+            key = _own_id(row, "id", "_id")
             extras = {name: row[name] for name in ("type", "level", "context") if row.get(name) is not None}
             yield BenchmarkItem(
-                id=f"{prefix}-{key}",
+                id=f"{prefix}-{key if key is not None else index}",
                 question=row["question"].strip(),
                 gold=str(row["answer"]).strip(),
                 verifier="qa",

@@ -28,6 +28,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "env": LazyCommand("podium.cli.env", "app", "Tool-use environments in tau2 format (airline, retail…)."),
     "eval": LazyCommand("podium.cli.eval", "eval_command", "Evaluate a system on a benchmark (resumable)."),
     "report": LazyCommand("podium.cli.eval", "report_command", "Build the static HTML report of eval runs."),
+    "grade": LazyCommand("podium.cli.grade", "grade_command", "Grade a JSONL file of model responses."),
     "train": LazyCommand("podium.cli.train", "app", "Train the orchestrator: SFT, then GRPO on executor rollouts."),
     "index": LazyCommand("podium.cli.index", "app", "Build and search local passage indexes for local_search."),
     "describe-model": LazyCommand(

@@ -19,7 +19,7 @@ from podium.errors import PodiumError
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
 from podium.evaluate.system_config import build_system, load_system_config
-from podium.graders.grader import Grader
+from podium.graders.grader import Grader, GradingConfig
 from podium.sandbox import SandboxConfig
 
 console = Console()
@@ -64,8 +64,10 @@ def eval_command(
         chosen = get_benchmark(benchmark)
         config = load_system_config(system)
         built = build_system(config)
-        grader = Grader(
-            sandbox_config=SandboxConfig.from_file(sandbox_config) if sandbox_config else None, data_dir=data_dir
+        grader = Grader.from_config(
+            config.grading or GradingConfig(),
+            sandbox_config=SandboxConfig.from_file(sandbox_config) if sandbox_config else None,
+            data_dir=data_dir,
         )
         summary = asyncio.run(
             run_eval(
@@ -76,7 +78,9 @@ def eval_command(
                 limit=limit,
                 concurrency=concurrency,
                 max_usd=max_usd,
-                system_config=config.model_dump(mode="json"),
+                # Without a grading section the dump is what it was before grading was configurable, so runs
+                # started then still resume.
+                system_config=config.model_dump(mode="json", exclude={"grading"} if config.grading is None else None),
                 data_dir=data_dir,
                 source="hub" if hub else "local",
                 grader=grader,
@@ -85,15 +89,16 @@ def eval_command(
         )
     except PodiumError as error:
         raise _fail(error) from error
-    report_summary(summary, chosen.name, built.name, max_usd)
+    report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
 
 
-def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None) -> None:
-    """The run's totals; exits 1 when the USD cap stopped it before every sample ran."""
+def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
+    """The run's totals and who graded them; exits 1 when the USD cap stopped it before every sample ran."""
     if summary.dropped_lines:
         errors.print(f"dropped {summary.dropped_lines} torn or duplicate line(s) from the results file")
     console.print(
-        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}), "
+        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}, graded by "
+        f"{grader}), "
         f"{summary.done}/{summary.total} done ({summary.resumed} from earlier), {summary.errors} errors, "
         f"${summary.usd:.4f} spent → {summary.out}",
         highlight=False,

@@ -9,26 +9,50 @@ from typing import Literal
 VerifierKind = Literal["math", "qa", "multiple_choice", "code", "environment"]
 """Which verifier judges an answer (SPEC §5.4), and so which answer format is expected."""
 
+_BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_BOX_SEPARATOR = re.compile(r"[ \t$]*(?:,|;|,?[ \t]*(?:and|or))?[ \t$]*", re.IGNORECASE)
+"""What may stand between two boxes of one answer, on one line: a comma, "and" or "or" (dollar signs and spaces
+around it)."""
 _FENCED = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def boxed_spans(text: str) -> list[tuple[int, int]]:
+    r"""Where each ``\boxed{…}`` (or ``\fbox{…}``) of ``text`` starts and ends, braces balanced, in order. A box
+    never closed is left out, and so is a box around another (``\boxed{\boxed{5}}`` counts as the inner one)."""
+    spans: list[tuple[int, int]] = []
+    for command in _BOX_COMMAND.finditer(text):
+        depth = 0
+        for position in range(command.end() - 1, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[position], 0)
+            if depth == 0:
+                spans.append((command.start(), position + 1))
+                break
+    return [outer for outer in spans if not any(outer[0] < inner[0] < outer[1] for inner in spans)]
+
+
+def _box_content(text: str, span: tuple[int, int]) -> str:
+    return text[text.index("{", span[0]) + 1 : span[1] - 1].strip()
 
 
 def last_boxed(text: str) -> str | None:
     r"""The content of the last ``\boxed{…}`` (or ``\fbox{…}``), braces balanced; None when there is none."""
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start < 0:
+    spans = boxed_spans(text)
+    return _box_content(text, spans[-1]) if spans else None
+
+
+def final_boxed(text: str) -> str | None:
+    r"""The final boxed answer: the last box's content, or, when boxes joined by a list word ("or", "and", a comma)
+    end the text's last boxed line, those boxes as written (``\boxed{3} or \boxed{5}``), so that an answer
+    offering several candidates still shows them all. None when there is no box."""
+    spans = boxed_spans(text)
+    if not spans:
         return None
-    opening = text.find("{", start)
-    if opening < 0:
-        return None
-    depth = 0
-    for position in range(opening, len(text)):
-        if text[position] == "{":
-            depth += 1
-        elif text[position] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[opening + 1 : position].strip()
-    return None
+    first = len(spans) - 1
+    while first > 0 and _BOX_SEPARATOR.fullmatch(text[spans[first - 1][1] : spans[first][0]]):
+        first -= 1
+    if first == len(spans) - 1:
+        return _box_content(text, spans[-1])
+    return text[spans[first][0] : spans[-1][1]]
 
 
 def extract_code(answer: str) -> str:
@@ -89,7 +113,8 @@ ANSWER_INSTRUCTIONS: dict[VerifierKind, str] = {
 
 _ANSWER_LINE = re.compile(r"\banswer\s*\**\s*(?:is\s*:?|[:：])\s*\**\s*(.+?)[\s*.]*$", re.IGNORECASE | re.MULTILINE)
 """A stated answer: "Answer: X", "**Final answer:** X", "The answer is X." (the rest of the line; the last wins)."""
-_NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.^_])-?\d(?:[\d,]*\d)?(?:\.\d+)?(?![\d^_]|(?:st|nd|rd|th)\b)")
+"""A number, possibly with a unit (``48g``); not an ordinal (``7th``), an exponent or an index (``x^2``, ``a_2``)."""
 _TEXT_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}")
 
 
@@ -98,12 +123,52 @@ def _final_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _last_number_or_line(text: str) -> str:
-    """The last number of the final line (GSM8K-style flexible extraction), or the line itself when it holds LaTeX
-    or no number."""
+_LATEX_TEXT = re.compile(r"\\(?:text\w*|mbox|math\w+|operatorname|begin|end)\s*\{[^{}]*\}")
+_LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+MATH_WORDS = frozenset({"and", "sin", "cos", "tan", "cot", "sec", "csc", "log", "exp", "sqrt", "inf", "infty"})
+"""Words a formula written without LaTeX may hold (``sin x``, ``-2 and 1``); any other word of three letters or more
+makes a sentence."""
+SHORT_WORDS = frozenset({"is", "it", "so", "to", "be", "of", "as", "at", "by", "if", "on", "we", "us", "an", "no"})
+"""Two-letter English words that make a sentence (other pairs of letters, ``xy`` or ``pq``, are products)."""
+_SHORT_WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]{2}(?![A-Za-z])")
+
+
+def is_prose(text: str) -> bool:
+    """Whether ``text`` holds a word outside LaTeX commands and ``\\text{}`` (three letters or more, or a short
+    English word such as "is"): a sentence rather than a formula. ``x^2-1``, ``5 cm``, ``3 or 5`` and
+    ``\\text{Evelyn}`` are formulas; "so x is 5" is prose."""
+    bare = _LATEX_COMMAND.sub(" ", _LATEX_TEXT.sub(" ", text))
+    words = _WORD.findall(bare)
+    return any(word.lower() not in MATH_WORDS for word in words) or any(
+        word.lower() in SHORT_WORDS for word in _SHORT_WORD.findall(bare)
+    )
+
+
+_FORMULA_TAIL = re.compile(
+    r"^.*\b(?:is|are|was|equals|becomes|gives|to|be)\s+(?P<formula>[^\s.;:,](?:[^;:]*[^\s.;:,])?)[\s.]*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def formula_tail(sentence: str) -> str | None:
+    """The formula ending a sentence, after its last linking word ("The sum telescopes to p - q." gives
+    ``p - q``); None when the sentence does not end in a formula."""
+    tail = _FORMULA_TAIL.search(sentence)
+    return tail["formula"] if tail and not is_prose(tail["formula"]) else None
+
+
+def _final_line_answer(text: str) -> str:
+    """The final line; when it is a sentence, the formula ending it ("… is 60,000 * 2 = 120,000."), else its
+    number when it holds a single one ("So she earns 2,400 dollars").
+
+    Other lines stay whole: a sentence with several numbers may be a computation whose result comes last or a
+    hedge ("either 3 or 5"), and the verifier has to see which."""
     final = _final_line(text)
+    if not is_prose(final):
+        return final
     numbers = _NUMBER.findall(final)
-    return numbers[-1].replace(",", "") if numbers and "\\" not in final else final
+    return formula_tail(final) or (numbers[0].replace(",", "") if len(numbers) == 1 else final)
 
 
 def _unlabelled(line: str) -> str:
@@ -116,7 +181,8 @@ def _unlabelled(line: str) -> str:
 def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
     """The final answer stated in ``text`` for a verifier of ``kind``; None when the reply is empty.
 
-    Math: the last ``\\boxed{}``, else a stated answer, else the final line's last number (or the line).
+    Math: the final ``\\boxed{}`` (:func:`final_boxed`), else a stated answer, else the final line (the formula
+    ending it, or its number, when it is a sentence).
     Multiple choice: the chosen letter when one is found. QA: a stated answer or ``\\boxed{}``, else the last
     line. Code: the fenced code, else the whole reply. No kind (a free-form answer, e.g. a summarizer's): the
     last ``\\boxed{}``, else the final line without an "Answer:" label.
@@ -130,11 +196,10 @@ def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
         return code if code.strip() else None
     if kind == "multiple_choice":
         return extract_choice(text) or _final_line(text)
-    boxed = last_boxed(text)
     stated = _ANSWER_LINE.findall(text)
     if kind == "math":
-        return boxed or (stated[-1] if stated else _last_number_or_line(text))
-    return (stated[-1] if stated else None) or boxed or _final_line(text)
+        return final_boxed(text) or (stated[-1] if stated else _final_line_answer(text))
+    return (stated[-1] if stated else None) or last_boxed(text) or _final_line(text)
 
 
 def vote_key(answer: str, kind: VerifierKind) -> str:

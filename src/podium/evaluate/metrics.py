@@ -89,6 +89,17 @@ def tool_call_distribution(records: Sequence[EvalRecord]) -> dict[str, int]:
     return dict(counts.most_common())
 
 
+UNRECORDED_GRADER = "grader not recorded"
+"""Shown for verdicts written before records named their grader."""
+
+
+def graders(records: Sequence[EvalRecord]) -> list[str]:
+    """The graders behind the run's accuracy, most verdicts first (attempts whose system failed were graded by
+    none and are left out)."""
+    counts = Counter(record.verdict.grader or UNRECORDED_GRADER for record in records if record.error is None)
+    return [name for name, _ in counts.most_common()]
+
+
 def call_status_counts(records: Sequence[EvalRecord]) -> dict[str, int]:
     """Calls per status (OK, PARSE_ERR, EXEC_ERR, TIMEOUT) over every trajectory."""
     counts = Counter(str(result.status) for record in records for result in record.trajectory.results)
@@ -162,6 +173,8 @@ class RunMetrics(Record):
     """Attempts whose system failed."""
     unverified: NonNegativeInt
     """Attempts the verifier could not decide (counted as wrong)."""
+    graders: list[str]
+    """Who judged correctness for pass@1, pass@2 and mean@k ("math-verify 0.9.0 + Podium rules"…)."""
     tool_calls: dict[str, int]
     """Calls per tool, most used first."""
     call_statuses: dict[str, int]
@@ -182,6 +195,7 @@ def run_metrics(records: Sequence[EvalRecord]) -> RunMetrics:
         latency_p95_s=latency_p95(records),
         errors=sum(record.error is not None for record in records),
         unverified=sum(record.verdict.error is not None for record in records),
+        graders=graders(records),
         tool_calls=tool_call_distribution(records),
         call_statuses=call_status_counts(records),
     )

@@ -132,6 +132,7 @@ def _table(runs: list[Run], indices: list[int], scores: dict[int, PreferenceScor
         "latency mean s",
         "latency p95 s",
         "errors",
+        "graded by",
         "tool calls",
         "pref. score",
         "trajectories",
@@ -152,6 +153,7 @@ def _table(runs: list[Run], indices: list[int], scores: dict[int, PreferenceScor
             _fmt(m.latency_mean_s, 2),
             _fmt(m.latency_p95_s, 2),
             str(m.errors),
+            html.escape("; ".join(m.graders) or "—"),
             str(sum(m.tool_calls.values())),
             _fmt(score.score) if score else "—",
             f'<a href="runs/run-{index}.html">view</a>',
@@ -159,6 +161,13 @@ def _table(runs: list[Run], indices: list[int], scores: dict[int, PreferenceScor
         rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     head = "".join(f"<th>{header}</th>" for header in headers)
     return f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _graders_note(runs: list[Run]) -> str:
+    """Which grader decided correctness for the accuracy columns of a benchmark's table."""
+    names = list(dict.fromkeys(name for run in runs for name in run.metrics.graders))
+    graded = html.escape("; ".join(names)) if names else "no graded attempt"
+    return f'<p class="graders">accuracy (pass@1, pass@2, mean@k): {graded}</p>'
 
 
 def _clip(text: str) -> str:
@@ -302,7 +311,7 @@ def build_report(
         sections.append(
             f'<section class="benchmark"><h2>{html.escape(benchmark)}</h2>'
             f'<img class="plot" src="{plot}" alt="accuracy against cost on {html.escape(benchmark)}">'
-            f"{table}</section>"
+            f"{_graders_note([runs[index] for index in indices])}{table}</section>"
         )
     if any(run.metrics.tool_calls for run in runs):
         plot_tool_calls(runs, out / "plots" / "tool_calls.svg")

@@ -8,6 +8,9 @@ Example::
     temperature: 0.7
     backend: {kind: http, model: Qwen/Qwen3-8B, base_url: http://127.0.0.1:8000/v1,
               price: {input_per_mtok: 0.2, output_per_mtok: 0.2}}
+    grading: {verifier: judge, judge: {kind: http, model: gpt-4o-mini, base_url: https://api.openai.com/v1}}
+
+``grading`` is optional: without it each benchmark's own verifier grades the answers.
 
 Built-in kinds: ``single_model``, ``majority_vote``, ``self_refine``, ``static_router``, and on the runtime
 (:mod:`podium.evaluate.runtime_systems`, loaded on first use) ``tools_model`` and ``orchestrator``. Other systems
@@ -34,6 +37,7 @@ from podium.evaluate.systems import (
     StaticRouterSystem,
     System,
 )
+from podium.graders.grader import GradingConfig
 
 # -------------------------------------------------------------------------------------------------- systems
 
@@ -45,6 +49,9 @@ class SystemConfig(Config):
     """Which system: a key of :data:`SYSTEM_KINDS`."""
     name: str | None = None
     """Name in results and reports; default ``<kind>:<model>``."""
+    grading: GradingConfig | None = None
+    """How the run grades answers; default: each benchmark's own verifier. ``{verifier: judge, judge: {…}}`` has
+    an LLM judge grade every answer instead."""
 
 
 class SingleModelConfig(SystemConfig):

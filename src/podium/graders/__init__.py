@@ -3,20 +3,22 @@ the verifier an item names. Evaluation and training grade through the same :clas
 
 from podium.graders.code import CodeVerifier
 from podium.graders.environment import EnvironmentVerifier
-from podium.graders.grader import Grader
+from podium.graders.grader import Grader, GradingConfig
 from podium.graders.judge import JudgeVerifier
 from podium.graders.math import MathVerifier
-from podium.graders.text import MultipleChoiceVerifier, QAVerifier
+from podium.graders.text import MultipleChoiceVerifier, QAVerifier, TokenF1Verifier
 from podium.graders.verdict import Verdict, Verifier
 
 __all__ = [
     "CodeVerifier",
     "EnvironmentVerifier",
     "Grader",
+    "GradingConfig",
     "JudgeVerifier",
     "MathVerifier",
     "MultipleChoiceVerifier",
     "QAVerifier",
+    "TokenF1Verifier",
     "Verdict",
     "Verifier",
 ]

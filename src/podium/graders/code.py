@@ -37,10 +37,12 @@ def assert_program(code: str, tests: AssertTests) -> str:
 class CodeVerifier:
     """Runs the candidate against its tests in the sandbox; correct only if the program exits cleanly."""
 
+    name = "unit tests in the sandbox"
+
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
 
-    async def verify(self, answer: str, gold: HumanEvalTests | AssertTests) -> Verdict:
+    async def verify(self, answer: str, gold: HumanEvalTests | AssertTests, question: str | None = None) -> Verdict:
         is_humaneval = isinstance(gold, HumanEvalTests)
         program = humaneval_program(answer, gold) if is_humaneval else assert_program(answer, gold)
         run = await self.sandbox.run_python(program)

@@ -5,6 +5,7 @@ leading or lone yes/no). A backend failure or an unreadable reply is reported as
 """
 
 import re
+from collections.abc import Sequence
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.messages import Message
@@ -38,21 +39,25 @@ def parse_judgement(text: str) -> bool | None:
     return None
 
 
-def judge_messages(question: str | None, answer: str, gold: str) -> list[Message]:
-    """The judge's prompt."""
+def judge_messages(question: str | None, answer: str, gold: str | Sequence[str]) -> list[Message]:
+    """The judge's prompt; a gold with aliases lists them all."""
     parts = [f"Question: {question}"] if question else []
-    parts += [f"Gold answer: {gold}", f"Response: {answer}", "Does the response give the gold answer? yes or no"]
+    golds = f"Gold answer: {gold}" if isinstance(gold, str) else f"Gold answer (any of): {' | '.join(gold)}"
+    parts += [golds, f"Response: {answer}", "Does the response give the gold answer? yes or no"]
     return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content="\n\n".join(parts))]
 
 
 class JudgeVerifier:
-    """Asks a chat model whether the answer matches the gold."""
+    """Asks a chat model whether the answer matches the gold (a text gold or its aliases; not a code harness)."""
 
     def __init__(self, backend: ChatBackend, *, max_tokens: int = MAX_VERDICT_TOKENS) -> None:
         self.backend = backend
         self.max_tokens = max_tokens
+        self.name = f"LLM judge ({backend.model})"
 
-    async def verify(self, answer: str, gold: str, question: str | None = None) -> Verdict:
+    async def verify(self, answer: str, gold: str | Sequence[str], question: str | None = None) -> Verdict:
+        if not isinstance(gold, (str, list, tuple)):
+            return Verdict.undecided(f"the judge compares text answers; it cannot grade against {type(gold).__name__}")
         try:
             generation = await self.backend.generate(
                 judge_messages(question, answer, gold), max_tokens=self.max_tokens, temperature=0.0

@@ -21,6 +21,9 @@ class Verdict(Record):
     error: str | None = None
     """Set when the verifier could not decide (judge backend failed, unreadable verdict). ``correct`` is then
     False, but callers should report such answers as unverified rather than count them as wrong."""
+    grader: str | None = None
+    """Which grader gave the verdict ("math-verify 0.9.0 + Podium rules", "LLM judge (gpt-4o)"…); reports name
+    it beside the accuracy it yields. None on records written before graders were named."""
 
     @property
     def outcome(self) -> int:
@@ -42,6 +45,10 @@ class Verdict(Record):
 class Verifier(Protocol):
     """Checks an answer against a gold reference; never raises for a wrong or malformed answer."""
 
-    async def verify(self, answer: str, gold: Any) -> Verdict:
-        """Judge ``answer`` against ``gold`` (whose type depends on the verifier)."""
+    name: str
+    """How reports name the grader (what it checks and with which library or model)."""
+
+    async def verify(self, answer: str, gold: Any, question: str | None = None) -> Verdict:
+        """Judge ``answer`` against ``gold`` (whose type depends on the verifier); ``question`` is context that
+        some verifiers use (the judge shows it, the math rules reject a restated question) and others ignore."""
         ...

@@ -124,8 +124,9 @@ class ToolRegistry:
             usage=CallUsage(
                 input_tokens=output.input_tokens,
                 output_tokens=output.output_tokens,
-                # A per-call price is a charge for a served request; compute time is paid whatever the outcome.
-                usd=output.usd + price.cost(latency, served=output.status is Status.OK),
+                # A per-call price is a charge for a served request; compute time is paid whatever the outcome,
+                # up to the time limit (a call is stopped there; scheduling jitter past it is not billed).
+                usd=output.usd + price.cost(min(latency, item.timeout_s), served=output.status is Status.OK),
                 latency_s=latency,
                 cost_units=price.cost_units,
             ),

@@ -160,7 +160,11 @@ def _without_titles(schema: Any) -> Any:
 
 
 def render_value(value: Any) -> str:
-    """Default text of a value for the orchestrator: strings as they are, anything else as JSON."""
+    """Default text of a value for the orchestrator: strings as they are, anything else as JSON (a value nested
+    too deeply to encode is shown as its type and a note instead)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except RecursionError:
+        return f"[a {type(value).__name__} nested too deeply to show]"
