@@ -38,6 +38,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve-model": LazyCommand(
         "podium.cli.models", "serve_model_command", "Serve a worker as an OpenAI-compatible API."
     ),
+    "serve": LazyCommand(
+        "podium.cli.serve", "serve_command", "Serve orchestrators as OpenAI-compatible models (one episode a request)."
+    ),
+    "mcp": LazyCommand("podium.cli.mcp", "app", "Expose the pool's tools to MCP clients (podium mcp serve)."),
 }
 """Command name → where it lives; the order is the order of ``podium --help``."""
 

@@ -16,9 +16,10 @@ from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
 from podium.errors import PodiumError
+from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
-from podium.evaluate.system_config import build_system, load_system_config
+from podium.evaluate.system_config import load_system_config
 from podium.graders.grader import Grader, GradingConfig
 from podium.sandbox import SandboxConfig
 
@@ -29,6 +30,16 @@ errors = Console(stderr=True)
 def _fail(error: Exception) -> typer.Exit:
     errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
+
+
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Solve samples on Ray workers: 'local' (start Ray here), 'auto' (join this machine's cluster) or an "
+        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-usd stay here (needs podium[ray]).",
+    ),
+]
 
 
 def eval_command(
@@ -59,31 +70,30 @@ def eval_command(
         Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    ray: RayOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
-        chosen = get_benchmark(benchmark)
-        config = load_system_config(system)
-        built = build_system(config)
+        chosen, config = get_benchmark(benchmark), load_system_config(system)
         grader = _grader(config.grading, sandbox_config, data_dir)
-        summary = asyncio.run(
-            run_eval(
-                chosen,
-                built,
-                out=out,
-                samples=samples,
-                limit=limit,
-                concurrency=concurrency,
-                max_usd=max_usd,
-                # Without a grading section the dump is what it was before grading was configurable, so runs
-                # started then still resume.
-                system_config=config.model_dump(mode="json", exclude={"grading"} if config.grading is None else None),
-                data_dir=data_dir,
-                source="hub" if hub else "local",
-                grader=grader,
-                progress=not quiet,
+        with solving_system(config, ray, concurrency) as built:
+            summary = asyncio.run(
+                run_eval(
+                    chosen,
+                    built,
+                    out=out,
+                    samples=samples,
+                    limit=limit,
+                    concurrency=concurrency,
+                    max_usd=max_usd,
+                    # Without a grading section the dump is as before grading was configurable: old runs resume.
+                    system_config=config.model_dump(mode="json", exclude=None if config.grading else {"grading"}),
+                    data_dir=data_dir,
+                    source="hub" if hub else "local",
+                    grader=grader,
+                    progress=not quiet,
+                )
             )
-        )
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))

@@ -38,20 +38,20 @@ from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig,
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.system_config import SystemConfig, register_system
-from podium.pool.config import BasicTool, PoolConfig
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.config import BasicTool
+from podium.pool.pool import Pool, build_pool
 from podium.runtime import Executor, RunConfig
+from podium.runtime.system import SystemSpec, default_name, orchestrator_model
 
 
 class SystemRunError(PodiumError):
     """The runtime could not finish an attempt for infrastructure reasons (the orchestrator's backend failed)."""
 
 
-class RuntimeSystemConfig(SystemConfig, RunConfig):
-    """A system on the orchestrator runtime: a pool, every field of the run config, and the simulated user."""
+class RuntimeSystemConfig(SystemConfig, SystemSpec):
+    """A system on the orchestrator runtime (:class:`~podium.runtime.system.SystemSpec`: a pool and every field
+    of the run config, as ``podium serve`` reads it) and the simulated user."""
 
-    pool: str | PoolConfig | None = None
-    """Pool YAML path (relative to the current directory) or an inline pool; default: the embedded offline pool."""
     user: UserSimulatorConfig = Field(default_factory=UserSimulatorConfig)
     """The simulated user of tool-use (tau2) items."""
 
@@ -128,41 +128,18 @@ class RuntimeSystem:
         return episode.trajectory
 
 
-def pool_config(source: str | PoolConfig | None) -> PoolConfig:
-    """The pool a runtime system names: a YAML path, an inline config, or the embedded pool."""
-    if source is None:
-        return embedded_pool_config()
-    if isinstance(source, PoolConfig):
-        return source
-    return load_pool_config(source)
-
-
-def run_config(config: RuntimeSystemConfig) -> RunConfig:
-    """The run-config part of a system config."""
-    return RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
-
-
-def _orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
-    name = config.orchestrator or pool.workers[0].name
-    worker = next((worker for worker in pool.workers if worker.name == name), None)
-    if worker is None:
-        raise ConfigError(f"orchestrator: '{name}' is not a worker of the pool ({[w.name for w in pool.workers]})")
-    return worker.model
-
-
 def build_orchestrator(config: OrchestratorConfig) -> RuntimeSystem:
     """The prompted orchestrator over the full pool (or a trained one: a ``local`` worker with a ``path``)."""
-    chosen = pool_config(config.pool)
-    settings = run_config(config)
-    name = config.name or f"orchestrator:{settings.policy}:{_orchestrator_model(chosen, settings)}"
-    return RuntimeSystem(name, build_pool(chosen), settings, config.user)
+    chosen = config.pool_config()
+    settings = config.run_config()
+    return RuntimeSystem(config.name or default_name(chosen, settings), build_pool(chosen), settings, config.user)
 
 
 def build_tools_model(config: ToolsModelConfig) -> RuntimeSystem:
     """One worker of the pool as the orchestrator, with only the basic tools visible."""
-    full = pool_config(config.pool)
-    settings = run_config(config)
-    model = _orchestrator_model(full, settings)
+    full = config.pool_config()
+    settings = config.run_config()
+    model = orchestrator_model(full, settings)
     kept = {settings.orchestrator or full.workers[0].name, config.user.worker}  # the user is no tool either
     workers = [worker for worker in full.workers if worker.name in kept]
     tools = list(config.tools if config.tools is not None else full.tools)

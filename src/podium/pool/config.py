@@ -8,6 +8,7 @@ from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, 
 from podium.backends.replay import LatencyModel
 from podium.config import Config
 from podium.costs.prices import ModelPrice
+from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.primitives import Primitive
 from podium.sandbox import SandboxConfig
@@ -129,6 +130,8 @@ class PoolConfig(Config):
     """Price file merged over Podium's sheet for this pool."""
     max_observation_chars: PositiveInt = 16_384
     """Observations longer than this are truncated."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP servers (stdio or streamable HTTP) whose tools join the pool as ``<name>__<tool>``."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

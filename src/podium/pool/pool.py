@@ -13,6 +13,7 @@ from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.pool.builtin import python_tool, symbolic_math_tool
+from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.registry import ToolRegistry
@@ -35,6 +36,9 @@ class Pool:
     """Worker name → backend (each priced by the pool's catalog)."""
     labels: dict[str, str]
     """Worker name → the label the orchestrator sees (the name itself unless blind)."""
+    mcp: McpClients = field(default_factory=McpClients)
+    """Sessions with the pool's MCP servers and their tools (connected once, shared by relabelled and repriced
+    copies; :meth:`close` ends them)."""
     registry: ToolRegistry = field(init=False)
     """Tools, models-as-tools and roles under their shown names."""
 
@@ -49,7 +53,7 @@ class Pool:
         """The same pool under a fresh blind mapping (for a new episode); unchanged when not blind."""
         if not self.config.blind.enabled:
             return self
-        return Pool(self.config, self.prices, self.sandbox, self.backends, blind_labels(self.config, seed))
+        return Pool(self.config, self.prices, self.sandbox, self.backends, blind_labels(self.config, seed), self.mcp)
 
     def repriced(self, sheet: PriceCatalog) -> "Pool":
         """The same pool (same backends, sandbox and labels) priced by ``sheet`` merged over its catalog: tools
@@ -59,7 +63,7 @@ class Pool:
             worker.name: self.backends[worker.name].repriced(backend_price(worker.spec(), catalog))
             for worker in self.config.workers
         }
-        return Pool(self.config, catalog, self.sandbox, backends, self.labels)
+        return Pool(self.config, catalog, self.sandbox, backends, self.labels, self.mcp)
 
     def table(self, tools: ToolRegistry | None = None, workers: Collection[str] | None = None) -> str:
         """The pool as a text table for the system prompt: names (or blind labels), descriptions, prices and
@@ -94,6 +98,10 @@ class Pool:
             lines.append(f"| {spec.name} | {kind} | {spec.description} | {cost or 'free'} | |")
         return "\n".join(lines)
 
+    def close(self) -> None:
+        """End the sessions with the pool's MCP servers (stdio servers stop)."""
+        self.mcp.close()
+
     def admissible_pairs(self) -> dict[tuple[str, str], ModelPrice]:
         """Uno's admissible (worker label, primitive) pairs with their prices."""
         return {
@@ -117,6 +125,8 @@ class Pool:
         for name in config.tools:
             if name in basic:
                 registry.add(basic[name])
+        for item in self.mcp.tools:
+            registry.add(item)
         if config.workers_as_tools:
             for worker in config.workers:
                 backend = self.backends[worker.name]
@@ -173,7 +183,8 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
         if config.blind.enabled
         else {worker.name: worker.name for worker in config.workers}
     )
-    return Pool(config, catalog, Sandbox(config.sandbox), backends, labels)
+    mcp = McpClients.connect(config.mcp_servers)
+    return Pool(config, mcp.priced(catalog), Sandbox(config.sandbox), backends, labels, mcp)
 
 
 def load_pool_config(path: str | Path) -> PoolConfig:

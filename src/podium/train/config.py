@@ -135,6 +135,9 @@ class RolloutConfig(Config):
     server (OpenAI-compatible) whose weights the trainer updates after every step."""
     vllm_base_url: str = "http://127.0.0.1:8000"
     """For ``vllm``: root of the server started with ``trl vllm-serve --model PATH``."""
+    ray: str | None = None
+    """Run rollouts on Ray workers (needs ``backend: vllm`` at an address they reach, and ``podium[ray]``):
+    ``local``, ``auto`` or a cluster address (see :mod:`podium.runtime.cluster`)."""
     max_turns: PositiveInt = 8
     """Orchestrator turns per episode (Uno T_max: 8)."""
     max_tokens: PositiveInt = 1024

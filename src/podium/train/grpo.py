@@ -24,7 +24,7 @@ from podium.errors import ConfigError
 from podium.extras import require_extra
 from podium.train.config import GRPOConfig
 from podium.train.model import load_model, model_source, resolve_device, trainer_arguments
-from podium.train.rollouts import ExecutorRollouts, RolloutSource, collect, policy_backend
+from podium.train.rollouts import ExecutorRollouts, RayRollouts, RolloutSource, collect, policy_backend
 from podium.train.samples import NO_TURN, ChatFormat, TrainingSample, chat_dicts, single_sample
 from podium.train.scoring import RewardScorer, Scored, group_result, task_preference
 from podium.train.sft import TrainResult
@@ -248,6 +248,8 @@ def run_grpo(
         backend = policy_backend(config.rollout, model, tokenizer, config.model.name, str(model_source(config.model)))
         executor_rollouts = ExecutorRollouts.from_config(config.rollout, backend)
         rollouts, tools = executor_rollouts, tools or executor_rollouts.pool.registry.names()
+        if config.rollout.ray is not None:
+            rollouts = RayRollouts(config.rollout, str(model_source(config.model)))
     with warnings.catch_warnings():
         # rollout_func is marked experimental in TRL; Podium pins the TRL version it was built against.
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")

@@ -1,11 +1,13 @@
 """Where GRPO rollouts come from: Podium's executor (the code path of inference and evaluation) driving the policy
-being trained, with ToolOrchestra's per-instance knobs (random tool subset, random price sheet). The source is
-injectable: anything that maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
+being trained, with ToolOrchestra's per-instance knobs (random tool subset, random price sheet), in this process or
+on Ray workers (:class:`RayRollouts`). The source is injectable: anything that maps ``(question, seed,
+preference)`` to a trajectory will do (tests script them)."""
 
 import asyncio
 import inspect
 import random
 from collections.abc import Awaitable, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from podium.backends.base import FREE, ChatBackend
@@ -19,6 +21,7 @@ from podium.errors import ConfigError
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import Pool, build_pool, load_pool_config
 from podium.runtime import Executor, RunConfig
+from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 from podium.train.config import RolloutConfig
 
 
@@ -133,3 +136,29 @@ class ExecutorRollouts:
         )
         executor = Executor(pool, run, orchestrator=orchestrator)
         return await executor.run(question, preference=preference, seed=seed)
+
+
+def served_policy_rollouts(config: RolloutConfig, served_model: str) -> ExecutorRollouts:
+    """Rollouts whose orchestrator is the policy on its vLLM server (what a Ray replica builds)."""
+    return ExecutorRollouts.from_config(config, policy_backend(config, None, None, served_model, served_model))
+
+
+class RayRollouts:
+    """Rollouts on Ray workers (``rollout.ray``): replicas of :class:`ExecutorRollouts` that reach the policy on
+    its vLLM server, which the trainer keeps in sync; ``rollout.concurrency`` rollouts run at once in all."""
+
+    def __init__(self, config: RolloutConfig, served_model: str) -> None:
+        if config.backend != "vllm" or config.ray is None:
+            raise ConfigError("rollouts on Ray need rollout.ray and rollout.backend: vllm (a policy workers reach)")
+        self.started = connect(config.ray)
+        count, per_replica = replica_count(config.concurrency)
+        self.replicas = Replicas(partial(served_policy_rollouts, config, served_model), count, per_replica=per_replica)
+
+    async def __call__(self, question: str, seed: int, preference: Preference | None = None) -> Trajectory:
+        trajectory: Trajectory = await self.replicas.call("__call__", question, seed, preference)
+        return trajectory
+
+    def stop(self) -> None:
+        """End the replicas (and a Ray instance started for them)."""
+        self.replicas.stop()
+        shutdown(self.started)

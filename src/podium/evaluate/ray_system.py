@@ -1,0 +1,58 @@
+"""A system whose samples are solved on Ray workers (`podium eval --ray`): each replica builds the system from its
+config; the runner, its lock, its resume and its USD cap stay in the driver, and answers are graded there."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import Any
+
+from podium.benchmarks.items import BenchmarkItem
+from podium.core.answers import VerifierKind
+from podium.core.trajectory import Trajectory
+from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
+from podium.evaluate.systems import System
+from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
+
+
+def build_from_config(data: dict[str, Any]) -> System:
+    """The system a config dump describes (what a replica builds)."""
+    return build_system(system_config_from_dict(data))
+
+
+class RaySystem:
+    """``local`` (built in the driver, for its name and what it supports) solved by replicas on the cluster."""
+
+    def __init__(self, local: System, config: dict[str, Any], concurrency: int) -> None:
+        self.local = local
+        self.name = local.name
+        count, per_replica = replica_count(concurrency)
+        self.replicas = Replicas(partial(build_from_config, config), count, per_replica=per_replica)
+
+    def supports(self, verifier: VerifierKind) -> bool:
+        return self.local.supports(verifier)
+
+    async def solve(self, item: BenchmarkItem) -> Trajectory:
+        trajectory: Trajectory = await self.replicas.call("solve", item)
+        return trajectory
+
+    def stop(self) -> None:
+        self.replicas.stop()
+
+
+@contextmanager
+def solving_system(config: SystemConfig, ray: str | None, concurrency: int) -> Iterator[System]:
+    """The system ``config`` describes, built here; with a Ray address (``local``, ``auto``, ``HOST:PORT``) its
+    samples are solved by replicas on that cluster, stopped afterwards (and a cluster started here shut down)."""
+    built = build_system(config)
+    if ray is None:
+        yield built
+        return
+    started = connect(ray)
+    try:
+        remote = RaySystem(built, config.model_dump(mode="json"), concurrency)
+        try:
+            yield remote
+        finally:
+            remote.stop()
+    finally:
+        shutdown(started)
