@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 
 from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
@@ -58,6 +59,10 @@ def eval_command(
         Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    tau2_results: Annotated[
+        Path | None,
+        typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
+    ] = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
@@ -83,9 +88,22 @@ def eval_command(
                 progress=not quiet,
             )
         )
+        if tau2_results is not None:
+            _export_tau2(out, tau2_results, data_dir, quiet)
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd)
+
+
+def _export_tau2(out: Path, path: Path, data_dir: Path | None, quiet: bool) -> None:
+    from podium.evaluate.tau2_export import export_tau2_results  # needs the tau2 extra; only this flag does
+
+    def track(records, total):  # grading takes about a second per conversation
+        with Progress(console=errors, transient=True, disable=quiet) as bar:
+            yield from bar.track(records, total=total, description="exporting tau2 results")
+
+    written, left_out = export_tau2_results(out, path, data_dir=data_dir, track=track)
+    errors.print(f"tau2 results: {written} conversations → {path} ({left_out} attempts without one)", highlight=False)
 
 
 def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None) -> None:
