@@ -15,28 +15,53 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-# tau2's registry imports litellm, which otherwise fetches its price map from the network on import.
+from loguru import logger
+
+# tau2's registry imports litellm, which otherwise fetches its price map from the network on import; tau2 logs
+# its registry and every tool call.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+logger.disable("tau2")
 
-from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
-from tau2.data_model.simulation import SimulationRun, TerminationReason
-from tau2.data_model.tasks import Task
-from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-from tau2.registry import registry
+from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage  # noqa: E402
+from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa: E402
+from tau2.data_model.tasks import Task  # noqa: E402
+from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
+from tau2.registry import registry  # noqa: E402
 
-from podium.backends.scripted import ScriptedBackend
-from podium.costs.prices import ModelPrice
-from podium.envs import load_domain
-from podium.envs.conversation import UserSimulatorConfig, run_task
-from podium.graders.environment import EnvironmentVerifier
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import build_pool
-from podium.runtime import RunConfig
+from podium.backends.scripted import ScriptedBackend  # noqa: E402
+from podium.costs.prices import ModelPrice  # noqa: E402
+from podium.envs import load_domain  # noqa: E402
+from podium.envs.conversation import UserSimulatorConfig, run_task  # noqa: E402
+from podium.graders.environment import EnvironmentVerifier  # noqa: E402
+from podium.pool.config import PoolConfig, WorkerConfig  # noqa: E402
+from podium.pool.pool import build_pool  # noqa: E402
+from podium.runtime import RunConfig  # noqa: E402
 
 GREETING = "Hi! How can I help you today?"
 OPENING = "Hello, I need help with my account."
 CLOSING = "Thank you, that is all. ###STOP###"
 FREE = ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
+DESIGNED_FAILURES = (
+    "2",
+    "3",
+    "4",
+    "12",
+    "13",
+    "21",
+    "35",
+    "37",
+    "38",
+    "39",
+    "46",
+    "47",
+    "54",
+    "55",
+    "64",
+    "67",
+    "68",
+    "105",
+)
+"""The retail tasks whose gold actions include one that fails by design (tests/test_envs.py checks the list)."""
 PERTURBATIONS = (
     "gold",
     "drop_read",

@@ -20,6 +20,7 @@ from podium.envs import ActionKind, data_dir, golden_actions, load_domain, regis
 from podium.envs.evaluation import named_entries, replay
 from podium.envs.user_simulator import STOP_TOKEN, UserSimulator, converse, scenario_prompt
 from podium.pool.registry import ToolRegistry
+from tests.tau2_crosscheck import DESIGNED_FAILURES
 
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
 
@@ -67,6 +68,8 @@ def test_every_retail_golden_replay_runs_as_tau2_runs_it(airline, retail):
     # 18 tasks contain actions designed to fail (wrong ids, emails, zips; balance too low…); all of retail's
     # tasks and airline's are replayed by benchmarks/verifier_selfcheck.py.
     assert (sum(r.ok for r in replays), sum(r.changed for r in replays)) == (96, 103)
+    failing = tuple(task.id for task, result in zip(retail.tasks, replays, strict=True) if not result.ok)
+    assert failing == DESIGNED_FAILURES
     task = airline.task("7")
     first, second = (replay(airline, task, golden_actions(task)) for _ in range(2))
     assert first.ok and first.changed and first.db_hash == second.db_hash
