@@ -179,15 +179,9 @@ def env_run(
         grade = grade_trajectory(domain, chosen, trajectory)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
-    row = {
-        "domain": domain.name,
-        "task": chosen.id,
-        "user_turns": trajectory.metadata.get("user_turns"),
-        "agent_actions": len(episode.environment.log),
-        "turns": len(trajectory.turns),
-        "stop_reason": str(trajectory.stop_reason),
-        **grade.summary(),
-    }
+    row = {"domain": domain.name, "task": chosen.id, "user_turns": trajectory.metadata.get("user_turns")}
+    row |= {"agent_actions": len(episode.environment.log), "turns": len(trajectory.turns)}
+    row |= {"stop_reason": str(trajectory.stop_reason), **grade.summary()}
     if as_json:
         _json_line(row)
         return
@@ -195,12 +189,16 @@ def env_run(
     for message in episode.user.history[1:]:
         speaker = "agent" if message.role == "user" else "user"
         console.print(f"[bold]{speaker}:[/bold] {message.content}", highlight=False)
-    table = Table(title=f"{domain.name} task {chosen.id}", title_justify="left")
+    console.print(_row_table(f"{domain.name} task {chosen.id}", row))
+
+
+def _row_table(title: str, row: dict[str, Any]) -> Table:
+    table = Table(title=title, title_justify="left")
     table.add_column("criterion")
     table.add_column("value", overflow="fold")
     for key, value in row.items():
         table.add_row(key, str(value))
-    console.print(table)
+    return table
 
 
 def _score_table(scores: list[SimulationScore]) -> Table:

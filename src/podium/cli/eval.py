@@ -27,6 +27,12 @@ console = Console()
 errors = Console(stderr=True)
 
 
+Tau2ResultsOption = Annotated[
+    Path | None,
+    typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
+]
+
+
 def _fail(error: Exception) -> typer.Exit:
     errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
@@ -59,10 +65,7 @@ def eval_command(
         Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-    tau2_results: Annotated[
-        Path | None,
-        typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
-    ] = None,
+    tau2_results: Tau2ResultsOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
@@ -88,14 +91,16 @@ def eval_command(
                 progress=not quiet,
             )
         )
-        if tau2_results is not None:
-            _export_tau2(out, tau2_results, data_dir, quiet)
+        _export_tau2(out, tau2_results, data_dir, quiet)
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd)
 
 
-def _export_tau2(out: Path, path: Path, data_dir: Path | None, quiet: bool) -> None:
+def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: bool) -> None:
+    """With --tau2-results, the run's tau2 conversations as a tau2 results file."""
+    if path is None:
+        return
     from podium.evaluate.tau2_export import export_tau2_results  # needs the tau2 extra; only this flag does
 
     def track(records, total):  # grading takes about a second per conversation

@@ -77,6 +77,25 @@ def task_run_config(config: RunConfig, environment: Environment) -> RunConfig:
     return config.model_copy(update=update)
 
 
+def episode_record(simulator: UserSimulator, environment: Environment) -> dict[str, object]:
+    """What a finished episode adds to its trajectory's metadata: the conversation as the user saw it (written
+    from the agent's side: the simulator's chat has the agent as its "user"), whether the user stopped it, the
+    user's turns and spend, and the live database."""
+    dialogue = [
+        {"role": "assistant" if message.role == "user" else "user", "content": message.content}
+        for message in simulator.history[1:]
+    ]
+    return {
+        DIALOGUE_KEY: dialogue,
+        USER_STOPPED_KEY: simulator.stopped,
+        "user_turns": simulator.turns,
+        "user_done": simulator.done,
+        "user_usage": simulator.usage.model_dump(),
+        "env_db_hash": environment.db_hash(),
+        "env_actions": len(environment.log),
+    }
+
+
 def user_backend(pool: Pool, executor: Executor, settings: UserSimulatorConfig) -> ChatBackend:
     """The backend that plays the user: a named pool worker, else the orchestrator's."""
     if settings.worker is None:
@@ -132,20 +151,7 @@ async def run_task(
         respond=respond,
         metadata={"domain": domain.name, "task_id": task.id, **(metadata or {})},
     )
-    # From the simulator's side the agent is the chat's "user"; the dialogue is written from the agent's side.
-    dialogue = [
-        {"role": "assistant" if message.role == "user" else "user", "content": message.content}
-        for message in simulator.history[1:]
-    ]
     trajectory.metadata.update(
-        {DIALOGUE_KEY: dialogue, USER_STOPPED_KEY: simulator.stopped},
-        user_turns=simulator.turns,
-        user_done=simulator.done,
-        user_model=backend.model,
-        user_usage=simulator.usage.model_dump(),
-        started_at=started,
-        ended_at=now(),
-        env_db_hash=environment.db_hash(),
-        env_actions=len(environment.log),
+        episode_record(simulator, environment), user_model=backend.model, started_at=started, ended_at=now()
     )
     return TaskEpisode(trajectory, environment, simulator)
