@@ -202,3 +202,11 @@ def test_cli_list_and_replay():
     assert row["tau2_reward"] == 1.0 and row["strict_solved"]
     assert runner.invoke(env_app, ["replay", "retail", "--task", "nope"]).exit_code == 2
     assert runner.invoke(env_app, ["replay", "nowhere"]).exit_code == 2
+
+
+def test_a_missing_tau2_module_names_the_extra():
+    from podium.envs.domain import tau2_module
+    from podium.errors import MissingExtraError
+
+    with pytest.raises(MissingExtraError, match=r"pip install 'podium\[tau2\]'"):
+        tau2_module("tau2.no_such_module")
