@@ -7,7 +7,7 @@ Podium, and built as tau2 messages answered by tau2's own environment and graded
 ``RewardInfo``, must be equal. This suite runs a deterministic stratified subset (every perturbation on tasks spread
 over each domain, plus the gold conversation of each of the 18 retail tasks whose gold actions fail by design,
 as tau2 messages graded by both);
-benchmarks/bench_tau2_crosscheck.py runs every task × every perturbation (about 25 minutes on 2 cores).
+benchmarks/bench_tau2_crosscheck.py runs every task × every perturbation (1,090 conversations, about half an hour).
 """
 
 import pytest
