@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,llamacpp
+EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,llamacpp,tau2
 
 .PHONY: setup demo test lint bench clean claim claim-eval
 

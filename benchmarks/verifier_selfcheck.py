@@ -27,7 +27,7 @@ from pathlib import Path
 from podium.benchmarks.items import AssertTests, HumanEvalTests
 from podium.benchmarks.loaders import get_benchmark
 from podium.core.answers import extract_answer
-from podium.envs.domain import load_domain
+from podium.envs.domain import golden_actions, load_domain
 from podium.envs.evaluation import replay
 from podium.graders.code import CodeVerifier
 from podium.graders.math import grade_math
@@ -215,7 +215,7 @@ def tau2() -> None:
     for name in ("airline", "retail"):
         started = time.perf_counter()
         domain = load_domain(name)
-        replays = [replay(domain, task, task.golden_actions) for task in domain.tasks]
+        replays = [replay(domain, task, golden_actions(task)) for task in domain.tasks]
         clean = sum(r.ok for r in replays)
         changed = sum(r.changed for r in replays)
         failing = [task.id for task, r in zip(domain.tasks, replays, strict=True) if not r.ok]

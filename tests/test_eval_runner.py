@@ -7,8 +7,9 @@ import pytest
 
 from podium.backends.scripted import ScriptedBackend
 from podium.benchmarks.loaders import get_benchmark, shared_data_dir
-from podium.core.trajectory import Trajectory
-from podium.envs import load_domain
+from podium.core.budget import StopReason
+from podium.core.trajectory import Trajectory, Turn
+from podium.envs import communicate_info, golden_actions, load_domain
 from podium.evaluate.metrics import run_metrics
 from podium.evaluate.runner import RESULTS_FILE, EvalError, load_run, read_results, run_eval
 from podium.evaluate.systems import ModelCaller, SingleModelSystem
@@ -159,11 +160,20 @@ def test_tool_use_items_are_graded_by_their_environment():
     domain = load_domain("airline", shared_data_dir() / "tau2")
     items = get_benchmark("tau2_airline").items()
     refusal = next(
-        i for i in items if not domain.task(i.gold).golden_actions and not domain.task(i.gold).communicate_info
+        i for i in items if not golden_actions(domain.task(i.gold)) and not communicate_info(domain.task(i.gold))
     )
-    booking = next(i for i in items if domain.task(i.gold).golden_actions)
+    writes = {name for name, kind in domain.tool_kinds.items() if kind == "write"}
+    booking = next(i for i in items if {a.name for a in golden_actions(domain.task(i.gold))} & writes)
+
+    def apology(question: str) -> Trajectory:  # the agent only apologises, then the user stops
+        said = ["Hi! How can I help you today?", question, "Sorry, I cannot help.", "Bye. ###STOP###"]
+        dialogue = [{"role": ("assistant", "user")[n % 2], "content": text} for n, text in enumerate(said)]
+        turn = Turn(index=0, output="<answer>Sorry, I cannot help.</answer>")
+        metadata = {"tau2_dialogue": dialogue, "user_stopped": True}
+        return Trajectory(question=question, turns=[turn], stop_reason=StopReason.ENV_DONE, metadata=metadata)
+
     grader = Grader()
     # Doing nothing solves a task whose right outcome is no change, and fails one that needs actions.
-    assert asyncio.run(grader.grade(refusal, Trajectory(question=refusal.question))).correct
-    verdict = asyncio.run(grader.grade(booking, Trajectory(question=booking.question)))
-    assert not verdict.correct and "did not operate on" in verdict.reason
+    assert asyncio.run(grader.grade(refusal, apology(refusal.question))).correct
+    verdict = asyncio.run(grader.grade(booking, apology(booking.question)))
+    assert not verdict.correct and "DB" in verdict.reason

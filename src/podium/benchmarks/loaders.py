@@ -249,24 +249,23 @@ def gpqa_rows(directory: Path, subset: str) -> list[dict[str, Any]]:
 
 def _tau2_reader(domain_name: str) -> Callable[[Path], Iterator[BenchmarkItem]]:
     def read(directory: Path) -> Iterator[BenchmarkItem]:
-        from podium.envs import load_domain  # the envs package pulls in the tool pool; load it only when asked
-
+        # The task file is read as JSON: listing items needs no tau2 package (running them does).
         tau2 = directory / "tau2"
-        domain = load_domain(domain_name, tau2)
+        tasks = json.loads((tau2 / domain_name / "tasks.json").read_text(encoding="utf-8"))
         splits = json.loads((tau2 / domain_name / "split_tasks.json").read_text(encoding="utf-8"))
         split_of = {task_id: split for split in ("train", "test") for task_id in splits.get(split, [])}
-        for task in domain.tasks:
-            instructions = task.user_scenario.instructions
+        for task in tasks:
+            instructions = task["user_scenario"]["instructions"]
             request = instructions.get("reason_for_call", "") if isinstance(instructions, dict) else instructions
             yield BenchmarkItem(
-                id=f"{domain_name}-{task.id}",
+                id=f"{domain_name}-{task['id']}",
                 question=str(request).strip(),
-                gold=task.id,
+                gold=str(task["id"]),
                 verifier="environment",
                 metadata={
                     "domain": domain_name,
-                    "task_id": task.id,
-                    "split": split_of.get(task.id, ""),
+                    "task_id": str(task["id"]),
+                    "split": split_of.get(task["id"], ""),
                     "tau2_dir": str(tau2),
                 },
             )

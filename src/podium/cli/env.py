@@ -1,15 +1,20 @@
-"""``podium env``: list the tau2-format domains, replay their golden actions, and run a task through the
-orchestrator runtime against a simulated user."""
+"""``podium env``: list the tau2-format domains, replay their golden actions, run a task through the orchestrator
+runtime against a simulated user, and score a results file that ``tau2 run`` (or ``podium eval --tau2-results``)
+saved. Every score is the official tau2 reward (with its DB / COMMUNICATE / ACTION parts) and, beside it,
+Podium's stricter verdict ``strict_solved`` (SPEC §6.3); see :mod:`podium.envs.evaluation`."""
 
 import asyncio
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from podium.backends.base import BackendError
 from podium.cli.common import (
+    JsonOption,
     PoolOption,
     UnisolatedOption,
     console,
@@ -21,8 +26,9 @@ from podium.cli.common import (
 )
 from podium.core.trajectory import write_trajectories
 from podium.envs.conversation import UserSimulatorConfig, run_task
-from podium.envs.domain import Domain, Task, data_dir, known_domains, load_domain
-from podium.envs.evaluation import TaskCriteria, judge_actions, judge_trajectory
+from podium.envs.domain import Domain, communicate_info, data_dir, golden_actions, known_domains, load_domain
+from podium.envs.evaluation import gold_grade, grade_trajectory, replay
+from podium.envs.scoring import SimulationScore, read_results, score_results
 from podium.errors import PodiumError
 from podium.policies import PolicyName
 from podium.runtime import RunConfig
@@ -34,40 +40,66 @@ UsdOption = Annotated[float | None, typer.Option("--max-usd", help="USD cap of t
 DataDirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
 ]
+T = TypeVar("T")
 
 
 def _load(name: str, directory: Path | None) -> Domain:
     try:
         return load_domain(name, directory)
-    except (KeyError, FileNotFoundError) as error:
-        errors.print(f"[red]error:[/red] {error}", highlight=False)
-        raise typer.Exit(2) from error
+    except (KeyError, FileNotFoundError, PodiumError) as error:
+        raise fail(error) from error
+
+
+def _progress(items: Iterable[T], total: int, what: str) -> Iterator[T]:
+    """``items`` with a progress bar on stderr (scoring takes about 0.2-1 s per conversation)."""
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=errors, transient=True) as bar:
+        task = bar.add_task(what, total=total)
+        for item in items:
+            yield item
+            bar.advance(task)
 
 
 @app.command("list")
 def env_list(data: DataDirOption = None) -> None:
-    """List the domains: tasks, tools (read / write / generic) and whether their data is present."""
+    """List the domains: tasks, tools (read / write / think / generic) and whether their data is present."""
     table = Table()
-    for column in ("domain", "tasks", "read", "write", "generic", "data"):
+    for column in ("domain", "tasks", "read", "write", "think", "generic", "data"):
         table.add_column(column)
     root = data_dir(data)
     for name in known_domains():
         if not (root / name).is_dir():
-            table.add_row(name, "-", "-", "-", "-", f"missing in {root}")
+            table.add_row(name, "-", "-", "-", "-", "-", f"missing in {root}")
             continue
         domain = _load(name, data)
-        kinds = list(domain.toolkit.actions().values())
-        counts = [str(sum(kind.value == wanted for kind in kinds)) for wanted in ("read", "write", "generic")]
+        kinds = list(domain.tool_kinds.values())
+        wanted = ("read", "write", "think", "generic")
+        counts = [str(sum(kind.value == kind_name for kind in kinds)) for kind_name in wanted]
         table.add_row(name, str(len(domain.tasks)), *counts, str(root / name))
     console.print(table)
 
 
-def _task(domain: Domain, task_id: str) -> Task:
+def _task(domain: Domain, task_id: str) -> Any:
     try:
         return domain.task(task_id)
     except KeyError as error:
-        errors.print(f"[red]error:[/red] {error.args[0]}", highlight=False)
-        raise typer.Exit(2) from error
+        raise fail(error.args[0]) from error
+
+
+def _replay_row(domain: Domain, task: Any) -> dict[str, Any]:
+    golden = replay(domain, task, golden_actions(task))
+    grade = gold_grade(domain, task)
+    return {
+        "task": task.id,
+        "actions": len(golden.outcomes),
+        "replay_ok": golden.ok,
+        "db_changed": golden.changed,
+        "db_hash": golden.db_hash,
+        "info_items": len(communicate_info(task)),
+        "tau2_reward": grade.reward,
+        "strict_solved": grade.strict_solved,
+        "failed_actions": golden.errors,
+    }
 
 
 @app.command("replay")
@@ -77,48 +109,34 @@ def env_replay(
     data: DataDirOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one object per task.")] = False,
 ) -> None:
-    """Replay each task's golden actions on a fresh database: did every action run, did the database change,
-    and do the three solved criteria hold when the golden run is judged against itself."""
+    """Replay each task's golden actions on a fresh database (did every action run, did the database change) and
+    score the conversation that performs them and tells every required fact: its tau2 reward and strict verdict."""
     domain = _load(domain_name, data)
     tasks = [_task(domain, task)] if task is not None else domain.tasks
     table = Table()
-    for column in ("task", "actions", "replay", "db changed", "entries", "info", "solved", "failed actions"):
+    for column in ("task", "actions", "replay", "db changed", "info", "tau2 reward", "strict", "failed actions"):
         table.add_column(column, overflow="fold")
-    clean = changed = 0
-    for item in tasks:
-        result = judge_actions(domain, item, item.golden_actions, item.communicate_info)
-        golden = result.golden
-        clean += golden.ok
-        changed += golden.changed
-        row = {
-            "task": item.id,
-            "actions": len(golden.outcomes),
-            "replay_ok": golden.ok,
-            "db_changed": golden.changed,
-            "db_hash": golden.db_hash,
-            "entries_touched": len(golden.touched),
-            "info_items": len(item.communicate_info),
-            "solved": result.solved,
-            "failed_actions": golden.errors,
-        }
+    rows = [_replay_row(domain, item) for item in _progress(tasks, len(tasks), f"replaying {domain.name}")]
+    for row in rows:
         if as_json:
             print_json_line(row)
             continue
         table.add_row(
-            item.id,
+            row["task"],
             str(row["actions"]),
-            "OK" if golden.ok else "failures",
-            "yes" if golden.changed else "no",
-            str(row["entries_touched"]),
+            "OK" if row["replay_ok"] else "failures",
+            "yes" if row["db_changed"] else "no",
             str(row["info_items"]),
-            "yes" if result.solved else "no",
-            "\n".join(golden.errors),
+            f"{row['tau2_reward']:g}",
+            "yes" if row["strict_solved"] else "no",
+            "\n".join(row["failed_actions"]),
         )
     if not as_json:
         console.print(table)
+    clean, changed = sum(r["replay_ok"] for r in rows), sum(r["db_changed"] for r in rows)
     errors.print(
         f"{domain.name}: {len(tasks)} tasks, {clean} replay without a failing action, "
-        f"{len(tasks) - clean} with failing actions (listed), {changed} change the database",
+        f"{len(tasks) - clean} with actions that fail by design (listed), {changed} change the database",
         highlight=False,
     )
 
@@ -152,7 +170,7 @@ def env_run(
     allow_unisolated: UnisolatedOption = False,
 ) -> None:
     """Run one task end to end: the orchestrator over the pool plus the domain's tools converses with a
-    simulated user, then the three solved criteria are computed by replaying its calls."""
+    simulated user; then its tau2 reward (DB / COMMUNICATE / ACTION) and Podium's strict verdict."""
     domain = _load(domain_name, data)
     chosen = _task(domain, task)
     try:
@@ -162,14 +180,15 @@ def env_run(
         user = UserSimulatorConfig(worker=user_worker, max_turns=user_turns, max_tokens=user_tokens)
         opened = open_pool(pool, allow_unisolated=allow_unisolated)
         episode = asyncio.run(run_task(opened, settings, domain, chosen, user=user))
+        trajectory = episode.trajectory
+        if trace is not None:
+            write_trajectories(trace, [trajectory])
+        grade = grade_trajectory(domain, chosen, trajectory)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
-    trajectory = episode.trajectory
-    if trace is not None:
-        write_trajectories(trace, [trajectory])
-    criteria = judge_trajectory(domain, chosen, trajectory)
-    row = _criteria_row(domain.name, chosen.id, trajectory.metadata, criteria)
-    row["turns"], row["stop_reason"] = len(trajectory.turns), str(trajectory.stop_reason)
+    row = {"domain": domain.name, "task": chosen.id, "user_turns": trajectory.metadata.get("user_turns")}
+    row |= {"agent_actions": len(episode.environment.log), "turns": len(trajectory.turns)}
+    row |= {"stop_reason": str(trajectory.stop_reason), **grade.summary()}
     if as_json:
         print_json_line(row)
         return
@@ -177,25 +196,63 @@ def env_run(
     for message in episode.user.history[1:]:
         speaker = "agent" if message.role == "user" else "user"
         console.print(f"[bold]{speaker}:[/bold] {message.content}", highlight=False)
-    table = Table(title=f"{domain.name} task {chosen.id}", title_justify="left")
+    console.print(_row_table(f"{domain.name} task {chosen.id}", row))
+
+
+def _row_table(title: str, row: dict[str, Any]) -> Table:
+    table = Table(title=title, title_justify="left")
     table.add_column("criterion")
     table.add_column("value", overflow="fold")
     for key, value in row.items():
         table.add_row(key, str(value))
-    console.print(table)
+    return table
 
 
-def _criteria_row(domain: str, task_id: str, metadata: dict[str, object], criteria: TaskCriteria) -> dict:
-    return {
-        "domain": domain,
-        "task": task_id,
-        "user_turns": metadata.get("user_turns"),
-        "agent_actions": len(criteria.trajectory.outcomes),
-        "live_db_matches_replay": metadata.get("env_db_hash") == criteria.trajectory.db_hash,
-        "execution_correct": criteria.execution_correct,
-        "process_fidelity": criteria.process_fidelity,
-        "missing_info": criteria.missing_info,
-        "operation_complete": criteria.operation_complete,
-        "missing_entries": [f"{table}/{key}" for table, key in criteria.missing_entries],
-        "solved": criteria.solved,
-    }
+def _score_table(scores: list[SimulationScore]) -> Table:
+    table = Table()
+    for column in ("simulation", "task", "trial", "tau2 reward", "DB", "COMM", "ACTION", "strict", "note"):
+        table.add_column(column, overflow="fold")
+    for score in scores:
+        grade = score.grade
+        if grade is None:
+            table.add_row(score.id, score.task_id, str(score.trial), "-", "-", "-", "-", "-", f"error: {score.error}")
+            continue
+        parts = [f"{value:g}" if value is not None else "-" for value in (grade.db, grade.communicate, grade.action)]
+        strict = "yes" if grade.strict_solved else "no"
+        table.add_row(score.id, score.task_id, str(score.trial), f"{grade.reward:g}", *parts, strict, grade.note or "")
+    return table
+
+
+@app.command("score")
+def env_score(
+    results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A results file tau2 run saved.")],
+    data: DataDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Score every simulation of a tau2 results file with Podium's tau2 grading (no LLM calls): the official tau2
+    reward, its DB / COMMUNICATE / ACTION parts and Podium's strict verdict. With --json, one JSON line per
+    simulation (id, task_id, trial, reward, …); otherwise a table and the mean reward. Exit status 1 when a
+    simulation could not be scored (its line says why), 2 when the file cannot be read."""
+    try:
+        results = read_results(results_path)
+        scored = score_results(results, data)
+        scores = []
+        for score in _progress(scored, len(results.simulations), f"scoring {results_path.name}"):
+            scores.append(score)
+            if as_json:
+                print_json_line(score.row())
+    except PodiumError as error:
+        raise fail(error) from error
+    graded = [score.grade for score in scores if score.grade is not None]
+    if not as_json:
+        console.print(_score_table(scores))
+        mean = sum(grade.reward for grade in graded) / len(graded) if graded else 0.0
+        strict = sum(grade.strict_solved for grade in graded)
+        console.print(
+            f"{len(graded)}/{len(scores)} simulations scored: mean tau2 reward {mean:.4f}; "
+            f"strict_solved {strict}/{len(graded)}",
+            highlight=False,
+        )
+    if len(graded) < len(scores):
+        errors.print(f"{len(scores) - len(graded)} simulation(s) could not be scored", highlight=False)
+        raise typer.Exit(1)

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 
 from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
@@ -25,6 +26,12 @@ from podium.sandbox import SandboxConfig
 
 console = Console()
 errors = Console(stderr=True)
+
+
+Tau2ResultsOption = Annotated[
+    Path | None,
+    typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
+]
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -71,6 +78,7 @@ def eval_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     ray: RayOption = None,
+    tau2_results: Tau2ResultsOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
@@ -94,9 +102,24 @@ def eval_command(
                     progress=not quiet,
                 )
             )
+        _export_tau2(out, tau2_results, data_dir, quiet)
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
+
+
+def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: bool) -> None:
+    """With --tau2-results, the run's tau2 conversations as a tau2 results file."""
+    if path is None:
+        return
+    from podium.evaluate.tau2_export import export_tau2_results  # needs the tau2 extra; only this flag does
+
+    def track(records, total):  # grading takes about a second per conversation
+        with Progress(console=errors, transient=True, disable=quiet) as bar:
+            yield from bar.track(records, total=total, description="exporting tau2 results")
+
+    written, left_out = export_tau2_results(out, path, data_dir=data_dir, track=track)
+    errors.print(f"tau2 results: {written} conversations → {path} ({left_out} attempts without one)", highlight=False)
 
 
 def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir: Path | None) -> Grader:

@@ -1,32 +1,29 @@
-"""Tool-use environments in tau2 format: domains, episodes, golden replays, solved criteria, simulated users."""
+"""Tool-use environments in tau2 format on the official tau2 package: domains, episodes, transcripts, rewards,
+simulated users."""
 
 from podium.envs.domain import (
-    Action,
+    ActionKind,
     Domain,
+    DomainKit,
     DomainTool,
     Environment,
-    Task,
-    UserScenario,
+    communicate_info,
     data_dir,
+    golden_actions,
     known_domains,
     load_domain,
     register_domain,
 )
-from podium.envs.toolkit import ActionKind, Database, ToolError, Toolkit, action
 
 __all__ = [
-    "Action",
     "ActionKind",
-    "Database",
     "Domain",
+    "DomainKit",
     "DomainTool",
     "Environment",
-    "Task",
-    "ToolError",
-    "Toolkit",
-    "UserScenario",
-    "action",
+    "communicate_info",
     "data_dir",
+    "golden_actions",
     "known_domains",
     "load_domain",
     "register_domain",

@@ -8,13 +8,15 @@ Only the serial policy fits: its answers go to the user, and it can call any too
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import NonNegativeFloat, PositiveInt
 
 from podium.backends.base import ChatBackend
 from podium.config import Config
 from podium.core.trajectory import Trajectory
-from podium.envs.domain import Domain, Environment, Task
+from podium.envs.domain import Domain, Environment
+from podium.envs.transcript import DIALOGUE_KEY, USER_STOPPED_KEY, now
 from podium.envs.user_simulator import DEFAULT_GREETING, UserSimulator
 from podium.errors import ConfigError
 from podium.pool.pool import Pool
@@ -75,6 +77,25 @@ def task_run_config(config: RunConfig, environment: Environment) -> RunConfig:
     return config.model_copy(update=update)
 
 
+def episode_record(simulator: UserSimulator, environment: Environment) -> dict[str, object]:
+    """What a finished episode adds to its trajectory's metadata: the conversation as the user saw it (written
+    from the agent's side: the simulator's chat has the agent as its "user"), whether the user stopped it, the
+    user's turns and spend, and the live database."""
+    dialogue = [
+        {"role": "assistant" if message.role == "user" else "user", "content": message.content}
+        for message in simulator.history[1:]
+    ]
+    return {
+        DIALOGUE_KEY: dialogue,
+        USER_STOPPED_KEY: simulator.stopped,
+        "user_turns": simulator.turns,
+        "user_done": simulator.done,
+        "user_usage": simulator.usage.model_dump(),
+        "env_db_hash": environment.db_hash(),
+        "env_actions": len(environment.log),
+    }
+
+
 def user_backend(pool: Pool, executor: Executor, settings: UserSimulatorConfig) -> ChatBackend:
     """The backend that plays the user: a named pool worker, else the orchestrator's."""
     if settings.worker is None:
@@ -88,20 +109,23 @@ async def run_task(
     pool: Pool,
     config: RunConfig,
     domain: Domain,
-    task: Task,
+    task: Any,
     *,
     user: UserSimulatorConfig | None = None,
     orchestrator: ChatBackend | None = None,
     guidance: str | None = None,
     metadata: dict[str, object] | None = None,
 ) -> TaskEpisode:
-    """Play ``task`` with the orchestrator of ``pool`` against a simulated user, in a fresh environment.
+    """Play ``task`` (a tau2 task of ``domain``) with the orchestrator of ``pool`` against a simulated user, in a
+    fresh environment.
 
     The trajectory's calls include every domain call that ran (the environment verifier replays them); its
-    metadata records the domain, the task, the user's turns and spend, and the live database's hash.
+    metadata records the domain, the task, the conversation as the user saw it (``tau2_dialogue``), whether the
+    user stopped it, the user's turns and spend, the start and end times, and the live database's hash.
     Raises :class:`~podium.backends.base.BackendError` when the user's model fails.
     """
     settings = user or UserSimulatorConfig()
+    started = now()
     environment = domain.environment(task)
     executor = Executor(pool, task_run_config(config, environment), orchestrator=orchestrator)
     backend = user_backend(pool, executor, settings)
@@ -128,11 +152,6 @@ async def run_task(
         metadata={"domain": domain.name, "task_id": task.id, **(metadata or {})},
     )
     trajectory.metadata.update(
-        user_turns=simulator.turns,
-        user_done=simulator.done,
-        user_model=backend.model,
-        user_usage=simulator.usage.model_dump(),
-        env_db_hash=environment.db.state_hash(),
-        env_actions=len(environment.log),
+        episode_record(simulator, environment), user_model=backend.model, started_at=started, ended_at=now()
     )
     return TaskEpisode(trajectory, environment, simulator)

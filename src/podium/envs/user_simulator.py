@@ -6,11 +6,11 @@ conversation ends when the user says the stop token (``###STOP###``) or after ``
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from podium.backends.base import ChatBackend
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
-from podium.envs.domain import UserScenario
 
 STOP_TOKEN = "###STOP###"
 DEFAULT_GREETING = "Hi! How can I help you today?"
@@ -23,12 +23,15 @@ GUIDELINES = """You are playing a customer contacting a customer-service agent. 
 """
 
 
-def scenario_prompt(scenario: UserScenario, stop_token: str = STOP_TOKEN) -> str:
-    """The simulator's system prompt: guidelines, then the persona and each instruction field."""
+def scenario_prompt(scenario: Any, stop_token: str = STOP_TOKEN) -> str:
+    """The simulator's system prompt: guidelines, then the persona and each instruction field of a tau2
+    ``UserScenario``."""
     parts = [GUIDELINES.format(stop=stop_token)]
     if scenario.persona:
         parts.append(f"## Persona\n{scenario.persona}")
     instructions = scenario.instructions
+    if hasattr(instructions, "model_dump"):
+        instructions = instructions.model_dump()
     if isinstance(instructions, str):
         parts.append(f"## Scenario\n{instructions}")
     else:
@@ -54,7 +57,7 @@ class UserSimulator:
     def __init__(
         self,
         backend: ChatBackend,
-        scenario: UserScenario,
+        scenario: Any,
         *,
         stop_token: str = STOP_TOKEN,
         max_turns: int = 30,
@@ -72,6 +75,8 @@ class UserSimulator:
         self.history: list[Message] = [Message(role="system", content=scenario_prompt(scenario, stop_token))]
         self.turns = 0
         self.done = False
+        self.stopped = False
+        """Whether the user said the stop token (rather than running out of turns)."""
         self.usage = CallUsage()
         """What the user's generations cost so far (kept apart from the agent's spend, as tau2 does)."""
 
@@ -88,10 +93,10 @@ class UserSimulator:
             usd=generation.usd,
             latency_s=generation.latency_s,
         )
-        stopped = self.stop_token in generation.text
+        self.stopped = self.stop_token in generation.text
         text = generation.text.replace(self.stop_token, "").strip()
         self.history.append(Message(role="assistant", content=generation.text))
-        self.done = stopped or self.turns >= self.max_turns
+        self.done = self.stopped or self.turns >= self.max_turns
         return UserTurn(text=text, done=self.done)
 
 
