@@ -1,31 +1,34 @@
 """Resumable evaluation runs: items × samples solved concurrently, each result appended as it finishes.
 
 A run directory holds ``manifest.json`` (benchmark, system, settings) and ``results.jsonl`` (one
-:class:`EvalRecord` per finished (item, sample)). Rerunning the same command resumes: finished samples are
-skipped and never written twice. A process killed mid-write leaves at most a torn last line; it is detected
-and dropped (the file is rewritten without it) before anything new is appended.
+:class:`~podium.graders.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
+resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a
+torn last line; it is detected and dropped (the file is rewritten without it) before anything new is appended.
 """
 
 import asyncio
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError
+from pydantic import Field, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from podium.benchmarks.items import BenchmarkItem
 from podium.benchmarks.loaders import Benchmark
 from podium.core.budget import StopReason
-from podium.core.calls import CallUsage
+from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
 from podium.errors import PodiumError
 from podium.evaluate.systems import System
 from podium.graders.grader import Grader, gold_text
+from podium.graders.records import GradedTrajectory as EvalRecord
+from podium.graders.records import read_graded as read_results
 from podium.graders.verdict import Verdict
 
 MANIFEST_FILE = "manifest.json"
@@ -34,37 +37,6 @@ RESULTS_FILE = "results.jsonl"
 
 class EvalError(PodiumError):
     """An evaluation cannot start or resume (mismatched settings, unsupported benchmark)."""
-
-
-class EvalRecord(Record):
-    """One finished (item, sample)."""
-
-    benchmark: str
-    """Benchmark name."""
-    system: str
-    """System name."""
-    item_id: str
-    """The item's id within the benchmark."""
-    sample: NonNegativeInt
-    """Sample index, from 0."""
-    answer: str | None
-    """The system's final answer."""
-    gold: str
-    """The gold, as text."""
-    verdict: Verdict
-    """The verifier's judgement."""
-    usage: CallUsage
-    """Total tokens, USD and latency of the attempt."""
-    wall_s: NonNegativeFloat
-    """Wall-clock seconds of the attempt."""
-    error: str | None = None
-    """Set when the system failed (backend down…); the sample then counts as wrong."""
-    trajectory: Trajectory
-    """The full attempt."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.item_id, self.sample
 
 
 class RunManifest(Record):
@@ -80,6 +52,8 @@ class RunManifest(Record):
     """The system's config as given (empty for systems built in code)."""
     samples: int
     """Samples per item."""
+    preferences: list[Preference] = Field(default_factory=list)
+    """User preferences given to the items (item i gets preference i mod n); empty when none."""
 
 
 class EvalSummary(Record):
@@ -109,33 +83,6 @@ class EvalSummary(Record):
         return self.correct / self.done if self.done else 0.0
 
 
-def read_results(path: str | Path) -> tuple[list[EvalRecord], int]:
-    """Records of a results file and how many lines were unusable (torn, corrupt or duplicate keys).
-
-    Reading never changes the file; :func:`repair_results` does.
-    """
-    path = Path(path)
-    if not path.exists():
-        return [], 0
-    records: list[EvalRecord] = []
-    seen: set[tuple[str, int]] = set()
-    dropped = 0
-    for raw in path.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            record = EvalRecord.model_validate_json(raw)
-        except ValidationError:
-            dropped += 1
-            continue
-        if record.key in seen:
-            dropped += 1
-            continue
-        seen.add(record.key)
-        records.append(record)
-    return records, dropped
-
-
 def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
     """Read a results file and, if any line was unusable or the last line unterminated, rewrite it atomically
     with only the good records, so new lines are never appended to a torn one."""
@@ -161,6 +108,18 @@ def check_manifest(out: Path, manifest: RunManifest) -> None:
             f"{name}: was {getattr(saved, name)!r}, now {getattr(manifest, name)!r}" for name in changed
         )
         raise EvalError(f"{out} holds a run with other settings ({details}); use another --out to start a new run")
+
+
+def with_preferences(items: list[BenchmarkItem], preferences: Sequence[Preference]) -> list[BenchmarkItem]:
+    """Item i with preference i mod n in its metadata (``preference``); the items unchanged without any."""
+    if not preferences:
+        return items
+    return [
+        item.model_copy(
+            update={"metadata": {**item.metadata, "preference": preferences[i % len(preferences)].model_dump()}}
+        )
+        for i, item in enumerate(items)
+    ]
 
 
 def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> Trajectory:
@@ -225,13 +184,14 @@ async def run_eval(
     source: Literal["local", "hub"] = "local",
     grader: Grader | None = None,
     progress: bool = True,
+    preferences: Sequence[Preference] = (),
 ) -> EvalSummary:
     """Evaluate ``system`` on the first ``limit`` items of ``benchmark``, ``samples`` times each, resuming
     whatever ``out`` already holds.
 
     ``limit``, ``concurrency`` and ``max_usd`` may change between invocations; the benchmark, system, its
-    config and ``samples`` may not. Spend counts every invocation of the run; once it reaches ``max_usd`` no
-    new sample starts (those in flight finish).
+    config, ``samples`` and ``preferences`` (item i gets preference i mod n) may not. Spend counts every invocation
+    of the run; once it reaches ``max_usd`` no new sample starts (those in flight finish).
     """
     if samples < 1 or concurrency < 1:
         raise EvalError("samples and concurrency must be at least 1")
@@ -242,8 +202,9 @@ async def run_eval(
     manifest = RunManifest(
         benchmark=benchmark.name, source=source, system=system.name, system_config=system_config or {}, samples=samples
     )
+    manifest.preferences = list(preferences)  # runtime systems append the instruction and keep the vector
     check_manifest(out, manifest)
-    items = benchmark.items(data_dir=data_dir, source=source)[:limit]
+    items = with_preferences(benchmark.items(data_dir=data_dir, source=source)[:limit], preferences)
     results_path = out / RESULTS_FILE
     previous, dropped = repair_results(results_path)
     selected = {(item.id, sample) for item in items for sample in range(samples)}
