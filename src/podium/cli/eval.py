@@ -15,6 +15,7 @@ from rich.console import Console
 from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
+from podium.data.preferences import read_preferences
 from podium.errors import PodiumError
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
@@ -24,6 +25,14 @@ from podium.sandbox import SandboxConfig
 
 console = Console()
 errors = Console(stderr=True)
+PreferencesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--preferences",
+        help="Preference pairs (JSONL from `podium data preferences`, or a YAML/JSON list of instruction and weights): "
+        "item i gets pair i mod n, its instruction appended to the task and its vector kept for rewards.",
+    ),
+]
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -58,9 +67,11 @@ def eval_command(
         Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    preferences: PreferencesOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
+        chosen_preferences = read_preferences(preferences) if preferences else ()
         chosen = get_benchmark(benchmark)
         config = load_system_config(system)
         built = build_system(config)
@@ -81,6 +92,7 @@ def eval_command(
                 source="hub" if hub else "local",
                 grader=grader,
                 progress=not quiet,
+                preferences=chosen_preferences,
             )
         )
     except PodiumError as error:
@@ -110,7 +122,10 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
 
 
 def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories written by `podium eval`.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run directories of `podium eval`, or `podium data` stage directories / funnels."),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Directory for index.html, plots and trajectory pages.")],
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="System name whose runs are M0 for the preference-aware score.")

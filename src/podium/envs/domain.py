@@ -1,13 +1,16 @@
 """tau2-format domains: database + data model + tool functions + policy + tasks (SPEC §6.1).
 
 A domain is a data directory (``db.json``, ``tasks.json``, ``policy.md``) plus a :class:`Toolkit` subclass. The
-toolkits are registered by name (:func:`register_domain`); the data directory comes from the argument, the
+toolkits are registered by name (:func:`register_domain`), or a directory ships its own in ``tools.py``
+(synthesized domains); the data directory comes from the argument, the
 ``PODIUM_TAU2_DATA`` environment variable, or ``../shared/data/tau2`` beside the repository. An
 :class:`Environment` is one episode: a fresh copy of the database with the domain's tools bound to it.
 """
 
 import contextlib
 import functools
+import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -25,6 +28,8 @@ from podium.pool.registry import ToolRegistry
 from podium.pool.tool import Tool, schema_from_function
 
 DATA_ENV_VAR = "PODIUM_TAU2_DATA"
+TOOLS_FILE = "tools.py"
+"""A domain directory's own tool functions (synthesized domains); built-in domains are registered instead."""
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "tau2"
 """``../shared/data/tau2`` relative to the repository root."""
 
@@ -110,9 +115,13 @@ def toolkit_for(name: str) -> type[Toolkit]:
     return _TOOLKITS[name]
 
 
-def known_domains() -> list[str]:
-    """Every domain name that has tool functions (built-in or registered)."""
-    return sorted(set(_TOOLKITS) | set(_BUILTIN_MODULES))
+def known_domains(directory: str | Path | None = None) -> list[str]:
+    """Every domain name that has tool functions: built-in, registered, or (given a data ``directory``) a folder
+    there with its own ``tools.py``."""
+    found = set(_TOOLKITS) | set(_BUILTIN_MODULES)
+    if directory is not None and Path(directory).is_dir():
+        found |= {path.parent.name for path in Path(directory).glob(f"*/{TOOLS_FILE}")}
+    return sorted(found)
 
 
 def data_dir(override: str | Path | None = None) -> Path:
@@ -158,17 +167,37 @@ class Domain:
         return Environment(self, Database(json.loads(self.db_text)))
 
 
+def toolkit_from_file(path: Path, name: str) -> type[Toolkit]:
+    """The toolkit that a domain directory's ``tools.py`` defines for ``name`` (synthesized domains ship their
+    functions as code beside their data). The file runs as Python: load only domains you trust."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"podium_domain_{name}_{digest}", path)
+    if spec is None or spec.loader is None:
+        raise KeyError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type) and issubclass(value, Toolkit) and value.domain == name
+    ]
+    if len(found) != 1:
+        raise KeyError(f"{path} defines {len(found)} toolkits for domain {name!r}, not one")
+    return found[0]
+
+
 @functools.cache
 def _read_domain(name: str, directory: Path) -> Domain:
     root = directory / name
     if not root.is_dir():
         raise FileNotFoundError(f"no data for domain {name!r} in {directory} (set ${DATA_ENV_VAR} or --data-dir)")
     tasks = [Task.model_validate(item) for item in json.loads((root / "tasks.json").read_text(encoding="utf-8"))]
+    tools = root / TOOLS_FILE
     return Domain(
         name=name,
         policy=(root / "policy.md").read_text(encoding="utf-8"),
         tasks=tasks,
-        toolkit=toolkit_for(name),
+        toolkit=toolkit_from_file(tools, name) if tools.exists() else toolkit_for(name),
         db_text=(root / "db.json").read_text(encoding="utf-8"),
     )
 
