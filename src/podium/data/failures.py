@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
+from podium.backends.base import ChatBackend
 from podium.core.budget import StopReason
 from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
@@ -148,9 +149,11 @@ def _schema(max_chars: int) -> dict[str, Any]:
 class Classifier:
     """Classifies failures by rule, else with the classifier model under the F.4 prompt."""
 
-    def __init__(self, config: ClassifyConfig) -> None:
+    def __init__(self, config: ClassifyConfig, backend: ChatBackend | None = None) -> None:
         self.config = config
         self.model = StepModel.from_pool(config.pool, config.worker)
+        if backend is not None:
+            self.model = StepModel(backend, self.model.pool_hash, self.model.prices_hash)
         self.prompt: Prompt = load_prompt("failures/classify", config.prompts_dir)
 
     def provenance(self, row: DataRow, by: str) -> Provenance:
@@ -246,14 +249,17 @@ def _failure_reason(row: DataRow) -> str | None:
     return infrastructure_failure(row.trajectory)
 
 
-async def classify_failures(config: ClassifyConfig, *, progress: bool = True) -> Funnel:
-    """Classify (or resume classifying) the failures of ``config.inputs`` into ``config.out``."""
+async def classify_failures(
+    config: ClassifyConfig, *, progress: bool = True, backend: ChatBackend | None = None
+) -> Funnel:
+    """Classify (or resume classifying) the failures of ``config.inputs`` into ``config.out``; ``backend`` replaces
+    the pool's classifier model (any :class:`ChatBackend`)."""
     out = Path(config.out)
     stage = open_stage(out, STAGE, config, progress=progress)
     funnel = FunnelBuilder(STAGE)
     rows = [row for path in config.inputs for row in read_rows(path, STAGE)]
     failures = funnel.apply("failures", "trajectories", rows, _failure_reason)
-    classifier = Classifier(config)
+    classifier = Classifier(config, backend)
     ruled = {row.id: classifier.by_rule(row) for row in failures}
     funnel.count(
         "rule-based pre-classifier",

@@ -28,9 +28,9 @@ class FunnelBuilder:
     def count(self, name: str, unit: str, entered: int, left: Counter[str] | dict[str, int]) -> FunnelStep:
         """Record a step whose outcome was counted elsewhere: ``entered`` units, ``left`` reason → count."""
         reasons = {reason: count for reason, count in left.items() if count}
-        step = FunnelStep(name=name, unit=unit, entered=entered, kept=entered - sum(reasons.values()), left=reasons)
-        if step.kept < 0:
+        if sum(reasons.values()) > entered:
             raise ValueError(f"funnel step {name!r}: more units left ({sum(reasons.values())}) than entered")
+        step = FunnelStep(name=name, unit=unit, entered=entered, kept=entered - sum(reasons.values()), left=reasons)
         self.steps.append(step)
         return step
 

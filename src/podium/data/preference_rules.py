@@ -8,7 +8,8 @@ has one weight per tool, then outcome, compute and latency. Rules, each a reason
   (web search, workers behind an HTTP endpoint, roles played by one);
 - an instruction that asks for free tools gives 0 to every tool with a price;
 - a tool the instruction tells to avoid gets 0; a tool it asks to use gets more than 0;
-- an instruction about speed weighs latency above 0; about cost, compute; about correctness, outcome.
+- an instruction that asks for speed weighs latency above 0; for low cost, compute; for correctness, outcome
+  (what it asks for, in so many words: "whatever it costs" asks for no saving).
 """
 
 import re
@@ -24,9 +25,17 @@ LOCAL_ONLY = re.compile(
     re.IGNORECASE,
 )
 FREE_ONLY = re.compile(r"\b(?:free|no cost|without paying|zero cost|don't pay|do not pay|nothing paid)\b", re.I)
-SPEED = re.compile(r"\b(?:fast|faster|quick|quickly|latency|speed|asap|as soon as possible|hurry|urgent)\b", re.I)
-COST = re.compile(r"\b(?:cheap|cheaper|cost|costs|budget|inexpensive|save money|spend|affordable|price)\b", re.I)
-QUALITY = re.compile(r"\b(?:accurate|accuracy|correct|correctness|right answer|best answer|quality|precise)\b", re.I)
+SPEED = re.compile(
+    r"\b(?:fast|faster|fastest|quick|quickly|low latency|asap|as soon as possible|hurry|urgent|promptly)\b", re.I
+)
+COST = re.compile(
+    r"\b(?:cheap|cheaper|cheapest|inexpensive|affordable|save money|budget|low(?:er)? costs?|costs? down"
+    r"|minimi[sz]e (?:the )?costs?|cost[- ]effective)\b",
+    re.I,
+)
+QUALITY = re.compile(
+    r"\b(?:accurate|accuracy|correct answer|right answer|best answer|high quality|precise|precision)\b", re.I
+)
 AVOID = r"\b(?:avoid|not use|don't use|never use|without|no)\s+(?:the\s+|any\s+)?{name}\b"
 USE = r"\b(?:use|prefer|rely on|favou?r|call)\s+(?:the\s+|only\s+)?{name}\b"
 

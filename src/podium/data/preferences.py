@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError
 
+from podium.backends.base import ChatBackend
 from podium.config import read_structured_file
 from podium.core.preference import OUTCOME_KEYS, Preference
 from podium.core.record import Record
@@ -135,7 +136,7 @@ def _table(tools: list[PoolTool], latencies: dict[str, float], limits: dict[str,
 class Proposer:
     """Proposes and checks pairs for one pool."""
 
-    def __init__(self, config: PreferenceConfig) -> None:
+    def __init__(self, config: PreferenceConfig, backend: ChatBackend | None = None) -> None:
         self.config = config
         pool_config = load_pool_config(config.pool) if config.pool else embedded_pool_config()
         pool = build_pool(pool_config)
@@ -146,6 +147,9 @@ class Proposer:
         llm_pool = config.llm_pool or config.pool
         self.proposer = StepModel.from_pool(llm_pool, config.proposer)
         self.validator = StepModel.from_pool(llm_pool, config.validator or config.proposer)
+        if backend is not None:
+            self.proposer = StepModel(backend, self.proposer.pool_hash, self.proposer.prices_hash)
+            self.validator = StepModel(backend, self.validator.pool_hash, self.validator.prices_hash)
         self.propose_prompt = load_prompt("preferences/propose", config.prompts_dir)
         self.validate_prompt = load_prompt("preferences/validate", config.prompts_dir)
         self.source = config.pool or "embedded pool"
@@ -278,12 +282,15 @@ def llm_check(funnel: FunnelBuilder, pairs: list[PreferencePair], checks: list[C
     return funnel.apply("LLM consistency check", "pairs", pairs, problem)
 
 
-async def propose_preferences(config: PreferenceConfig, *, progress: bool = True) -> Funnel:
-    """Propose, check and split preference pairs (resuming whatever ``config.out`` holds)."""
+async def propose_preferences(
+    config: PreferenceConfig, *, progress: bool = True, backend: ChatBackend | None = None
+) -> Funnel:
+    """Propose, check and split preference pairs (resuming whatever ``config.out`` holds); ``backend`` replaces
+    the pool's proposer and validator models (any :class:`ChatBackend`)."""
     out = Path(config.out)
     stage = open_stage(out, STAGE, config, progress=progress)
     funnel = FunnelBuilder(STAGE)
-    proposer = Proposer(config)
+    proposer = Proposer(config, backend)
     requests = list(range(math.ceil(config.pairs / config.per_request)))
     proposals_log = WorkLog(out / "work" / "proposals.jsonl", Proposal, lambda unit: str(unit.index))
     checks_log = WorkLog(out / "work" / "checks.jsonl", Check, lambda unit: unit.id)
