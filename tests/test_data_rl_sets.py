@@ -48,6 +48,9 @@ def test_filter_rl_keeps_questions_inside_the_band_with_a_preference_each(tmp_pa
     [row] = lines(tmp_path / "rl" / "rl.jsonl")
     assert (row["id"], row["metadata"]["pass_rate"], row["metadata"]["attempts"]) == ("q2", 0.5, 4)
     assert row["metadata"]["provenance"]["stage"] == "filter-rl" and row["metadata"]["provenance"]["model"] == "worker"
+    assert row["metadata"]["decisions"] == [
+        {"stage": "filter-rl", "filter": "pass rate band", "kept": True, "reason": "pass rate 0.5 in (0, 1)"}
+    ]
 
     # podium train grpo reads the set; the task's preference reaches ToolOrchestra's reward through the episode.
     [item] = load_tasks(GRPOConfig(tasks=str(tmp_path / "rl" / "rl.jsonl"), output_dir=str(tmp_path / "o")))
@@ -110,6 +113,10 @@ def test_curriculum_splits_promotes_and_records_each_teacher(tmp_path):
     ]
     [rl] = lines(tmp_path / "cur" / "rl.jsonl")
     assert rl["id"] == "q5" and rl["metadata"]["provenance"]["solver"] == "teacher"
+    assert [decision["filter"] for decision in rl["metadata"]["decisions"]] == [
+        "cold-start π0 pass@3", "teacher π* pass@3", "RL pool: augmentation", "RL pool: fallback strong",
+        "RL pool: fallback stronger",
+    ]  # fmt: skip
 
 
 def test_curriculum_drops_questions_whose_cold_start_attempts_all_failed_for_infrastructure(tmp_path):

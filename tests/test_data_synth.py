@@ -76,6 +76,9 @@ def test_synthesis_counts_each_step_and_writes_a_domain_podium_envs_loads(tmp_pa
     }
     [task] = domain.tasks
     assert [action.name for action in task.golden_actions] == ["find_member", "borrow_book"]
+    provenance = task.description["provenance"]
+    assert (provenance["model"], provenance["stage"]) == ("library-llm", "synth-domain")
+    assert provenance["decisions"] == ["golden calls execute", "needs an action", "solved by serial:agent at attempt 1"]
     criteria = judge_actions(domain, task, task.golden_actions, [])
     assert criteria.solved and criteria.golden.changed
     assert json.loads((tmp_path / "tau2" / "library" / "db.json").read_text())["books"]["B1"]["copies"] == 2

@@ -20,6 +20,11 @@ from podium.errors import PodiumError
 app = typer.Typer(help="Synthesize tool-use environments (ToolScale).", no_args_is_help=True)
 
 
+@app.callback()
+def synth() -> None:
+    """Synthesize tool-use environments (ToolScale)."""
+
+
 @app.command("domain")
 def domain_command(
     domain: Annotated[str | None, typer.Argument(help="The domain in words, e.g. 'a public library'.")] = None,

@@ -132,6 +132,13 @@ class Curriculum:
         )
         return {unit.item_id: unit for unit in done}
 
+    def rl_decisions(self) -> list[FilterDecision]:
+        """What sent a question to D_RL: every probe and rescue failed."""
+        k = self.config.attempts
+        steps = [f"cold-start π0 pass@{k}", f"teacher π* pass@{k}", "RL pool: augmentation"]
+        steps += [f"RL pool: fallback {solver.name}" for solver in self.fallback]
+        return [FilterDecision(stage=STAGE, filter=step, kept=True, reason="not solved") for step in steps]
+
     def rl_tasks(self, item_ids: Sequence[str], cold: dict[str, Attempts]) -> list[BenchmarkItem]:
         """The RL questions as tasks, each with the teacher's provenance (and a preference pair, when given)."""
         config = self.config
@@ -141,7 +148,8 @@ class Curriculum:
             entry = self.items[item_id]
             provenance = self.teacher.provenance(STAGE, entry, temperature=config.probe_temperature, seed=config.seed)
             details = {"cold_start_attempts": len(cold[item_id].rows), "teacher_attempts": config.attempts}
-            tasks.append(rl_task(entry, provenance, details, pick_preference(preferences, config.seed, item_id)))
+            preference = pick_preference(preferences, config.seed, item_id)
+            tasks.append(rl_task(entry, provenance, details, self.rl_decisions(), preference))
         return tasks
 
     def probes(self, item_ids: Sequence[str]) -> dict[str, list[float]]:

@@ -21,7 +21,7 @@ from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
 from podium.graders.grader import Grader
-from podium.graders.records import Funnel
+from podium.graders.records import FilterDecision, Funnel
 
 STAGE = "filter-rl"
 
@@ -124,5 +124,8 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
         entry = by_id[rate.item_id]
         provenance = solver.provenance(STAGE, entry, temperature=config.temperature, seed=config.seed)
         details = {"pass_rate": rate.rate, "attempts": len(rate.outcomes)}
-        rows.append(rl_task(entry, provenance, details, pick_preference(preferences, config.seed, entry.item.id)))
+        band = f"pass rate {rate.rate:g} in ({config.min_rate:g}, {config.max_rate:g})"
+        decisions = [FilterDecision(stage=STAGE, filter="pass rate band", kept=True, reason=band)]
+        preference = pick_preference(preferences, config.seed, entry.item.id)
+        rows.append(rl_task(entry, provenance, details, decisions, preference))
     return finish_stage(stage, funnel, {"rl.jsonl": write_jsonl(out / "rl.jsonl", rows)})

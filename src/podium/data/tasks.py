@@ -8,7 +8,7 @@ from typing import Any
 from podium.benchmarks.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.data.sources import SourcedItem
-from podium.graders.records import Provenance
+from podium.graders.records import FilterDecision, Provenance
 
 
 def pick_preference(preferences: list[Preference], seed: int, item_id: str) -> Preference | None:
@@ -20,10 +20,20 @@ def pick_preference(preferences: list[Preference], seed: int, item_id: str) -> P
 
 
 def rl_task(
-    entry: SourcedItem, provenance: Provenance, details: dict[str, Any], preference: Preference | None = None
+    entry: SourcedItem,
+    provenance: Provenance,
+    details: dict[str, Any],
+    decisions: list[FilterDecision],
+    preference: Preference | None = None,
 ) -> BenchmarkItem:
-    """The item as an RL task row, with ``details`` (pass rates, split) and its provenance in the metadata."""
-    metadata = {**entry.item.metadata, **details, "provenance": provenance.model_dump(mode="json")}
+    """The item as an RL task row, with ``details`` (pass rates, split), its provenance and the filter decisions
+    in the metadata."""
+    metadata = {
+        **entry.item.metadata,
+        **details,
+        "provenance": provenance.model_dump(mode="json"),
+        "decisions": [decision.model_dump() for decision in decisions],
+    }
     if preference is not None:
         metadata["preference"] = preference.model_dump()
     return entry.item.model_copy(update={"metadata": metadata})

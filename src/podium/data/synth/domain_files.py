@@ -25,8 +25,11 @@ class Candidate(Record):
     """The versioned prompt that wrote it."""
 
 
-def tau2_task(task_id: str, candidate: Candidate, domain: str) -> dict[str, Any]:
-    """A candidate in tau2's task format."""
+def tau2_task(
+    task_id: str, candidate: Candidate, domain: str, provenance: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A candidate in tau2's task format; ``provenance`` (who wrote it, which filters it passed) goes into its
+    description, which tau2 keeps free-form."""
     value = candidate.value
     actions = [
         {"action_id": f"{task_id}_{index}", "name": call["name"], "arguments": call.get("arguments", {}), "info": None}
@@ -37,7 +40,12 @@ def tau2_task(task_id: str, candidate: Candidate, domain: str) -> dict[str, Any]
         notes += f"; evolved from {candidate.evolved_from}"
     return {
         "id": task_id,
-        "description": {"purpose": candidate.intent, "relevant_policies": None, "notes": notes},
+        "description": {
+            "purpose": candidate.intent,
+            "relevant_policies": None,
+            "notes": notes,
+            **({"provenance": provenance} if provenance else {}),
+        },
         "user_scenario": {
             "persona": None,
             "instructions": {

@@ -22,10 +22,11 @@ from pydantic import ValidationError
 from podium.backends.base import ChatBackend
 from podium.data.common import Stage
 from podium.data.funnel import FunnelBuilder
-from podium.data.provenance import short_hash
+from podium.data.provenance import podium_version, short_hash
 from podium.data.store import WorkLog
 from podium.data.synth.code import build_toolkit, function_problem, parse_function, toolkit_source
 from podium.data.synth.config import StepResult, SynthConfig
+from podium.data.synth.domain_files import Candidate
 from podium.data.synth.schema import IDENTIFIER, TableSpec, record_problem, reference_problem, table_problem
 from podium.data.synth.steps import CONDITIONS, Generator
 from podium.envs import Database, Toolkit
@@ -49,6 +50,8 @@ class Synthesis:
             "prompt": self.generator.prompts["functions"].id,
             "cls": "".join(part.capitalize() for part in config.name.split("_")) + "Tools",
         }
+        self.decisions: dict[str, list[str]] = {}
+        """Candidate task → the filters it passed."""
 
     async def steps(
         self, phase: str, keys: list[str], make: Callable[[str], Awaitable[StepResult]], bound: float = 0.0
@@ -218,6 +221,17 @@ class Synthesis:
     def toolkit(self, functions: list[tuple[str, ast.FunctionDef]]) -> tuple[str, type[Toolkit]]:
         source = toolkit_source(functions, self.header)
         return source, build_toolkit(source, self.header["cls"])
+
+    def task_provenance(self, candidate: Candidate) -> dict[str, Any]:
+        """Who wrote a kept task and what it passed: stored in the task's description."""
+        return {
+            "stage": STAGE,
+            "model": self.generator.writer.backend.model,
+            "prompt": candidate.prompt,
+            "pool_hash": self.generator.writer.pool_hash,
+            "podium_version": podium_version(),
+            "decisions": self.decisions.get(candidate.key, []),
+        }
 
     def content_hash(self, *parts: Any) -> str:
         return short_hash(list(parts))

@@ -79,6 +79,8 @@ async def filtered(run: Synthesis, proposed: list[Candidate], domain: Domain, ta
         return "solvable without any action" if solvable_without_action(domain, task_of[candidate.key]) else None
 
     needing = run.funnel.apply("needs an action", "tasks", executed, no_action)
+    for candidate in needing:
+        run.decisions[candidate.key] = ["golden calls execute", "needs an action"]
     k = run.config.pass_k
     if k == 0:
         run.funnel.note("pass@k filter skipped (pass_k = 0)")
@@ -103,7 +105,10 @@ async def filtered(run: Synthesis, proposed: list[Candidate], domain: Domain, ta
         result = results.get(task_of[candidate.key].id)
         if result is None:
             return "not attempted: USD cap reached"
-        return None if result.value and result.value.get("solved_at") else f"not solved by {solver.name} in {k}"
+        if result.value and result.value.get("solved_at"):
+            run.decisions[candidate.key].append(f"solved by {solver.name} at attempt {result.value['solved_at']}")
+            return None
+        return f"not solved by {solver.name} in {k}"
 
     return run.funnel.apply(f"solvable by the pool (pass@{k})", "tasks", needing, unsolved)
 
@@ -143,7 +148,10 @@ async def synthesize_domain(
     staged = [tau2_task(str(index), candidate, config.name) for index, candidate in enumerate(proposed)]
     write_domain(staging / config.name, database=database, tools_source=source, policy=policy, tasks=staged)
     kept = await filtered(run, proposed, load_domain(config.name, staging), staging) if proposed else []
-    tasks = [tau2_task(str(index), candidate, config.name) for index, candidate in enumerate(kept)]
+    tasks = [
+        tau2_task(str(index), candidate, config.name, run.task_provenance(candidate))
+        for index, candidate in enumerate(kept)
+    ]
     splits = task_splits([task["id"] for task in tasks], config.test_fraction, config.seed)
     write_domain(root, database=database, tools_source=source, policy=policy, tasks=tasks, splits=splits)
     record = {
