@@ -102,3 +102,22 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
     assert sorted(done) == sorted(f"q{i}" for i in range(items)) and len(done) == len(set(done))
     funnel = json.loads((tmp_path / "out" / "funnel.json").read_text())
     assert funnel["steps"][0] == {"name": "attempted", "unit": "questions", "entered": items, "kept": items, "left": {}}
+
+
+def test_the_example_files_are_valid():
+    from podium.data.solver import SolverConfig
+    from podium.graders.records import read_tasks
+    from podium.train.config import SFTConfig
+
+    examples = REPO / "examples" / "data"
+    teacher = SolverConfig.from_file(examples / "embedded_teacher.yaml")
+    assert (teacher.policy, teacher.allow, teacher.pool) == ("serial", [], None)
+    assert [item.verifier for item in read_tasks(examples / "quiz.jsonl")] == ["multiple_choice"] * 4
+    sft = SFTConfig.from_file(examples / "train_sft_collected.yaml")
+    assert sft.max_steps == 2 and sft.model.path is None
+    script = (REPO / "examples" / "data_collect_sft.sh").read_text()
+    assert (
+        "data collect" in script
+        and "train sft" in script
+        and os.access(REPO / "examples" / "data_collect_sft.sh", os.X_OK)
+    )

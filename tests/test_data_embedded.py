@@ -32,7 +32,7 @@ from podium.data.solver import worker_solver
 from podium.envs import load_domain
 from podium.graders.records import Funnel
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUIZ = str(EXAMPLES / "quiz.jsonl")
 
@@ -59,73 +59,76 @@ def loads(path: Path, rows: int) -> None:
         assert datasets.load_dataset("json", data_files=str(path), split="train").num_rows == rows
 
 
-def test_every_stage_runs_offline_on_the_embedded_model(tmp_path):
-    teacher = read_structured_file(EXAMPLES / "embedded_teacher.yaml")
-    sft_dir = tmp_path / "collect"
-    config = CollectConfig(out=str(sft_dir), tasks=QUIZ, limit=2, samples=1, temperature=0.0, teacher=teacher)
-    funnel = run(collect(config, progress=False))
+@pytest.fixture(scope="module")
+def teacher() -> dict:
+    return read_structured_file(EXAMPLES / "embedded_teacher.yaml")
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory, teacher) -> tuple[Path, Funnel]:
+    """Two quiz questions, one greedy attempt each, by the embedded teacher."""
+    out = tmp_path_factory.mktemp("collect")
+    config = CollectConfig(out=str(out), tasks=QUIZ, limit=2, samples=1, temperature=0.0, teacher=teacher)
+    return out, run(collect(config, progress=False))
+
+
+def test_collect_feeds_podium_train_sft(collected, tmp_path):
+    out, funnel = collected
     chained(funnel, ["infrastructure", "format errors", "verifier", "at most 1 per question", "tool balance"])
     assert funnel.steps[1].entered == 2 and funnel.outputs["sft.jsonl"] >= 1
     assert funnel.outputs["sft.jsonl"] + funnel.outputs["failures.jsonl"] == 2
-    loads(sft_dir / "sft.jsonl", funnel.outputs["sft.jsonl"])
-    loads(sft_dir / "failures.jsonl", funnel.outputs["failures.jsonl"])
-
+    loads(out / "sft.jsonl", funnel.outputs["sft.jsonl"])
+    loads(out / "failures.jsonl", funnel.outputs["failures.jsonl"])
     from podium.cli.train import app as train_app  # the train extra; podium train sft, as a user runs it
 
-    trained = CliRunner().invoke(train_app, [
-        "sft", "--config", str(EXAMPLES / "train_sft_collected.yaml"), "--trajectories", str(sft_dir / "sft.jsonl"),
-        "--output-dir", str(tmp_path / "sft"), "--max-steps", "1",
-    ])  # fmt: skip
+    arguments = ["sft", "--config", str(EXAMPLES / "train_sft_collected.yaml"), "--max-steps", "1"]
+    arguments += ["--trajectories", str(out / "sft.jsonl"), "--output-dir", str(tmp_path / "sft")]
+    trained = CliRunner().invoke(train_app, arguments)
     assert trained.exit_code == 0, trained.output
     assert "trained 1 steps" in trained.output and (tmp_path / "sft" / "model.safetensors").exists()
 
+
+def test_filter_rl(tmp_path):
     worker = worker_solver(None, None, max_tokens=48)
-    rl = run(filter_rl(DifficultyConfig(out=str(tmp_path / "rl"), tasks=QUIZ, limit=1, samples=2, solver=worker)))
-    chained(rl, ["attempted", "pass rate band"])
-    loads(tmp_path / "rl" / "rl.jsonl", rl.outputs["rl.jsonl"])
+    funnel = run(filter_rl(DifficultyConfig(out=str(tmp_path), tasks=QUIZ, limit=1, samples=2, solver=worker)))
+    chained(funnel, ["attempted", "pass rate band"])
+    loads(tmp_path / "rl.jsonl", funnel.outputs["rl.jsonl"])
 
-    uno_config = CurriculumConfig(
-        out=str(tmp_path / "uno"),
-        tasks=QUIZ,
-        limit=2,
-        attempts=1,
-        sft_temperatures=[],
-        rl_temperatures=[1.0],
-        cold_start=teacher,
-        teacher=teacher,
-    )
-    uno = run(curriculum(uno_config))
-    chained(uno, ["cold-start π0 pass@1", "teacher π* pass@1", "RL pool: augmentation"])
+
+def test_curriculum(tmp_path, teacher):
+    config = CurriculumConfig(
+        out=str(tmp_path), tasks=QUIZ, limit=2, attempts=1, sft_temperatures=[], rl_temperatures=[1.0],
+        cold_start=teacher, teacher=teacher,
+    )  # fmt: skip
+    funnel = run(curriculum(config))
+    chained(funnel, ["cold-start π0 pass@1", "teacher π* pass@1", "RL pool: augmentation"])
     for name in ("sft.jsonl", "rl.jsonl", "failures.jsonl"):
-        loads(tmp_path / "uno" / name, uno.outputs[name])
+        loads(tmp_path / name, funnel.outputs[name])
 
-    failures = [str(sft_dir / "failures.jsonl")]
-    classes = run(
-        classify_failures(ClassifyConfig(out=str(tmp_path / "classes"), inputs=failures, max_tokens=96, attempts=1))
-    )
-    chained(classes, ["failures", "rule-based pre-classifier", "LLM classifier (checked)"])
-    assert classes.steps[0].entered == funnel.outputs["failures.jsonl"]
-    loads(tmp_path / "classes" / "classifications.jsonl", classes.outputs["classifications.jsonl"])
 
-    prefs = run(propose_preferences(PreferenceConfig(out=str(tmp_path / "prefs"), pairs=1, max_tokens=96, attempts=1)))
-    chained(prefs, ["rule checks", "LLM consistency check"])
-    kept = prefs.steps[-1].kept
-    assert prefs.outputs["train.jsonl"] + prefs.outputs["eval.jsonl"] == kept
+def test_classify_failures(collected, tmp_path):
+    out, collection = collected
+    config = ClassifyConfig(out=str(tmp_path), inputs=[str(out / "failures.jsonl")], max_tokens=96, attempts=1)
+    funnel = run(classify_failures(config))
+    chained(funnel, ["failures", "rule-based pre-classifier", "LLM classifier (checked)"])
+    assert funnel.steps[0].entered == collection.outputs["failures.jsonl"]
+    loads(tmp_path / "classifications.jsonl", funnel.outputs["classifications.jsonl"])
 
-    synth = SynthConfig(
-        out=str(tmp_path / "tau2"),
-        domain="a public library",
-        name="library",
-        subjects=1,
-        records=1,
-        functions=1,
-        intents=1,
-        evolve=False,
-        pass_k=1,
-        max_tokens=128,
-        attempts=1,
-    )
-    domain = run(synthesize_domain(synth))
-    loaded = load_domain("library", tmp_path / "tau2")
-    assert len(loaded.tasks) == domain.outputs["tasks.json"]
-    assert len(loaded.toolkit.actions()) == domain.outputs["tools.py"]
+
+def test_preferences(tmp_path):
+    funnel = run(propose_preferences(PreferenceConfig(out=str(tmp_path), pairs=1, max_tokens=96, attempts=1)))
+    chained(funnel, ["rule checks", "LLM consistency check"])
+    assert funnel.outputs["train.jsonl"] + funnel.outputs["eval.jsonl"] == funnel.steps[-1].kept
+    for name in ("train.jsonl", "eval.jsonl"):
+        loads(tmp_path / name, funnel.outputs[name])
+
+
+def test_synth_domain(tmp_path):
+    config = SynthConfig(
+        out=str(tmp_path), domain="a public library", name="library", subjects=1, records=1, functions=1,
+        intents=1, evolve=False, pass_k=1, max_tokens=128, attempts=1,
+    )  # fmt: skip
+    funnel = run(synthesize_domain(config))
+    loaded = load_domain("library", tmp_path)
+    assert len(loaded.tasks) == funnel.outputs["tasks.json"]
+    assert len(loaded.toolkit.actions()) == funnel.outputs["tools.py"]

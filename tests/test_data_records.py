@@ -114,3 +114,19 @@ def test_train_sft_reads_eval_results_and_collect_rows(tmp_path):
     trajectories = load_trajectories([str(results), str(rows)])
     assert [t.question for t in trajectories] == ["What is 12 * 34?", "What is 6 * 7?"]  # wrong and failed left out
     assert len(sft_rows(trajectories, ChatFormat(tiny_tokenizer()), max_length=4096)) == 2
+
+
+def test_backends_decode_under_a_schema_without_size_bounds_and_replies_are_checked_against_all_of_it():
+    import asyncio
+
+    from podium.backends.scripted import ScriptedBackend
+    from podium.data.llm import ask_json, decoding_schema
+
+    items = {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2}
+    schema = {"type": "object", "properties": {"items": items}, "required": ["items"]}
+    loose = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}
+    assert decoding_schema(schema) == {**loose, "required": ["items"]}
+    backend = ScriptedBackend(['{"items": ["a", "b", "c"]}', 'Here: {"items": ["ab"]}'], supports_regex=False)
+    reply = asyncio.run(ask_json(backend, "list", schema, attempts=2))
+    assert reply.value == {"items": ["ab"]} and reply.reason is None
+    assert "is too long" in backend.requests[1][-1].content  # the first reply had three items: sent back once

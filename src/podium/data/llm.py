@@ -3,8 +3,9 @@
 Every prompt is a file ``prompts/<group>/<name>.v<N>.txt`` (the highest N is used; a directory given with
 ``prompts_dir`` is searched first, so a user can edit a copy). Placeholders are ``{{field}}``; rendering fails
 when one is left unfilled. A structured request asks for JSON under a JSON schema (constrained decoding where the
-backend can), parses it out of the reply, validates it against the schema and the step's own checks, and on a bad
-reply asks again with the problem stated, a bounded number of times; what is still wrong becomes the reason.
+backend can, size bounds left to the check), parses it out of the reply, validates it against the whole schema and
+the step's own checks, and on a bad reply asks again with the problem stated, a bounded number of times; what is
+still wrong becomes the reason.
 """
 
 import hashlib
@@ -109,6 +110,21 @@ def extract_json(text: str) -> Any:
     raise ValueError("the reply holds no JSON object")
 
 
+SIZE_KEYWORDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+"""Bounds left out of the schema a backend decodes under: in a grammar each bound multiplies the automaton's
+states (nested bounded arrays of bounded strings ran a local model out of memory), while checking them after
+decoding costs nothing. The reply is still validated against the full schema."""
+
+
+def decoding_schema(schema: Any) -> Any:
+    """``schema`` without size bounds, for constrained decoding."""
+    if isinstance(schema, dict):
+        return {key: decoding_schema(value) for key, value in schema.items() if key not in SIZE_KEYWORDS}
+    if isinstance(schema, list):
+        return [decoding_schema(value) for value in schema]
+    return schema
+
+
 def request_bound(backend: ChatBackend, prompt: str, max_tokens: int, attempts: int) -> float:
     """The most a structured request can cost in USD (every attempt at full length)."""
     return generation_bound(backend.price, prompt, max_tokens).usd * attempts
@@ -126,12 +142,13 @@ async def ask_json(
 ) -> JsonReply:
     """Ask ``backend`` for a JSON value matching ``schema`` (and ``check(value) -> reason | None``)."""
     validator = Draft202012Validator(schema)
+    constraint = decoding_schema(schema)
     messages = [Message(role="user", content=prompt)]
     usage, reason, text = CallUsage(), None, ""
     for _ in range(attempts):
         try:
             generation = await backend.generate(
-                messages, max_tokens=max_tokens, temperature=temperature, json_schema=schema
+                messages, max_tokens=max_tokens, temperature=temperature, json_schema=constraint
             )
         except BackendError as error:
             return JsonReply(None, f"backend failed: {error}", usage, text)

@@ -172,10 +172,6 @@ class DataRow(Record):
     def _trajectory_text(self, trajectory: Trajectory) -> str:
         return trajectory.model_dump_json()
 
-    @property
-    def key(self) -> str:
-        return self.id
-
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-empty line; a line that is not a JSON object is a

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from podium.backends.base import ChatBackend
-from podium.data.llm import Prompt, StepModel, ask_json, load_prompt, request_bound
+from podium.data.llm import Prompt, StepModel, ask_json, load_prompt
 from podium.data.synth.config import StepResult, SynthConfig
 from podium.data.synth.schema import TableSpec, render_schema, schema_reply_schema
 
@@ -65,11 +65,6 @@ class Generator:
         self.prompts: dict[str, Prompt] = {
             name: load_prompt(f"toolscale/{name}", config.prompts_dir) for name in STEP_PROMPTS
         }
-
-    def bound(self, prompt: str, **fields: Any) -> float:
-        """The most one step with ``fields`` can cost."""
-        text = self.prompts[prompt].render(**fields)
-        return request_bound(self.writer.backend, text, self.config.max_tokens, self.config.attempts)
 
     async def step(
         self, key: str, prompt: str, fields: dict[str, Any], schema: dict[str, Any], *, validator: bool = False
