@@ -116,16 +116,16 @@ def test_train_sft_reads_eval_results_and_collect_rows(tmp_path):
     assert len(sft_rows(trajectories, ChatFormat(tiny_tokenizer()), max_length=4096)) == 2
 
 
-def test_backends_decode_under_a_schema_without_size_bounds_and_replies_are_checked_against_all_of_it():
+def test_backends_decode_without_upper_size_bounds_and_replies_are_checked_against_the_whole_schema():
     import asyncio
 
     from podium.backends.scripted import ScriptedBackend
     from podium.data.llm import ask_json, decoding_schema
 
-    items = {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2}
+    items = {"type": "array", "items": {"type": "string", "maxLength": 3}, "minItems": 1, "maxItems": 2}
     schema = {"type": "object", "properties": {"items": items}, "required": ["items"]}
-    loose = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}}
-    assert decoding_schema(schema) == {**loose, "required": ["items"]}
+    loose = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    assert decoding_schema(schema) == {"type": "object", "properties": {"items": loose}, "required": ["items"]}
     backend = ScriptedBackend(['{"items": ["a", "b", "c"]}', 'Here: {"items": ["ab"]}'], supports_regex=False)
     reply = asyncio.run(ask_json(backend, "list", schema, attempts=2))
     assert reply.value == {"items": ["ab"]} and reply.reason is None

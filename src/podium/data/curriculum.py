@@ -22,6 +22,7 @@ from podium.core.record import Record
 from podium.data.common import Stage, StageSettings, finish_stage, open_stage
 from podium.data.constraints import read_constraints
 from podium.data.funnel import FunnelBuilder
+from podium.data.pools import PoolCache
 from podium.data.preferences import read_preferences
 from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
@@ -87,9 +88,10 @@ class Curriculum:
         self.items = {entry.item.id: entry for entry in items}
         self.grader = Grader(data_dir=config.data_dir)
         constraints = read_constraints(config.constraints)
-        self.cold = Solver(config.cold_start)
-        self.teacher = Solver(config.teacher, constraints=constraints)
-        self.fallback = [Solver(solver, constraints=constraints) for solver in config.fallback]
+        pools: PoolCache = {}
+        self.cold = Solver(config.cold_start, pools=pools)
+        self.teacher = Solver(config.teacher, constraints=constraints, pools=pools)
+        self.fallback = [Solver(solver, constraints=constraints, pools=pools) for solver in config.fallback]
         for solver in (self.cold, self.teacher, *self.fallback):
             solver.check(items)
 

@@ -3,7 +3,7 @@
 Every prompt is a file ``prompts/<group>/<name>.v<N>.txt`` (the highest N is used; a directory given with
 ``prompts_dir`` is searched first, so a user can edit a copy). Placeholders are ``{{field}}``; rendering fails
 when one is left unfilled. A structured request asks for JSON under a JSON schema (constrained decoding where the
-backend can, size bounds left to the check), parses it out of the reply, validates it against the whole schema and
+backend can, upper size bounds left to the check), parses it out of the reply, validates it against the whole schema and
 the step's own checks, and on a bad reply asks again with the problem stated, a bounded number of times; what is
 still wrong becomes the reason.
 """
@@ -23,10 +23,10 @@ from podium.backends.base import BackendError, ChatBackend
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.costs.bounds import generation_bound
+from podium.data.pools import PoolCache, pool_config, shared_pool
 from podium.data.provenance import pool_hash, prices_hash
 from podium.data.store import DataError
 from podium.pool.config import PoolConfig
-from podium.pool.pool import build_pool, embedded_pool_config, load_pool_config
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _VERSIONED = re.compile(r"^(?P<name>[a-z0-9_]+)\.v(?P<version>\d+)\.txt$")
@@ -110,14 +110,15 @@ def extract_json(text: str) -> Any:
     raise ValueError("the reply holds no JSON object")
 
 
-SIZE_KEYWORDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
-"""Bounds left out of the schema a backend decodes under: in a grammar each bound multiplies the automaton's
-states (nested bounded arrays of bounded strings ran a local model out of memory), while checking them after
-decoding costs nothing. The reply is still validated against the full schema."""
+SIZE_KEYWORDS = frozenset({"maxLength", "maxItems"})
+"""Upper bounds left out of the schema a backend decodes under: in a grammar each one repeats a pattern up to its
+bound (nested bounded arrays of bounded strings ran a local model out of memory), while checking them after decoding
+costs nothing. Lower bounds stay: they keep a weak model from answering with nothing. The reply is still validated
+against the full schema."""
 
 
 def decoding_schema(schema: Any) -> Any:
-    """``schema`` without size bounds, for constrained decoding."""
+    """``schema`` without upper size bounds, for constrained decoding."""
     if isinstance(schema, dict):
         return {key: decoding_schema(value) for key, value in schema.items() if key not in SIZE_KEYWORDS}
     if isinstance(schema, list):
@@ -190,12 +191,12 @@ class StepModel:
     prices_hash: str
 
     @classmethod
-    def from_pool(cls, pool: str | PoolConfig | None, worker: str | None) -> "StepModel":
+    def from_pool(
+        cls, pool: str | PoolConfig | None, worker: str | None, pools: PoolCache | None = None
+    ) -> "StepModel":
         """Worker ``worker`` (default: the first) of the pool file, inline pool, or the embedded pool."""
-        config = (
-            embedded_pool_config() if pool is None else pool if isinstance(pool, PoolConfig) else load_pool_config(pool)
-        )
-        built = build_pool(config)
+        config = pool_config(pool)
+        built = shared_pool(config, pools)
         name = worker or config.workers[0].name
         if name not in built.backends:
             raise DataError(f"worker '{name}' is not in the pool (workers: {sorted(built.backends)})")

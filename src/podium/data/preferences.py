@@ -22,11 +22,11 @@ from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.llm import StepModel, ask_json, load_prompt, request_bound
+from podium.data.pools import PoolCache, pool_config, shared_pool
 from podium.data.preference_rules import PoolTool, pool_tools, rule_problems
 from podium.data.provenance import podium_version
 from podium.data.store import DataError, WorkLog, write_jsonl
 from podium.graders.records import FilterDecision, Funnel, Provenance, RecordError, read_jsonl
-from podium.pool.pool import build_pool, embedded_pool_config, load_pool_config
 
 STAGE = "preferences"
 CHECK_TOKENS = 160
@@ -138,15 +138,16 @@ class Proposer:
 
     def __init__(self, config: PreferenceConfig, backend: ChatBackend | None = None) -> None:
         self.config = config
-        pool_config = load_pool_config(config.pool) if config.pool else embedded_pool_config()
-        pool = build_pool(pool_config)
+        pools: PoolCache = {}
+        chosen = pool_config(config.pool)
+        pool = shared_pool(chosen, pools)
         prices = {name: (b.price.input_per_mtok, b.price.output_per_mtok) for name, b in pool.backends.items()}
-        self.tools = pool_tools(pool_config, pool.prices, prices)
+        self.tools = pool_tools(chosen, pool.prices, prices)
         limits = {name: pool.registry.get(name).timeout_s for name in pool.registry.names()}
         self.table = _table(self.tools, config.latencies, limits)
         llm_pool = config.llm_pool or config.pool
-        self.proposer = StepModel.from_pool(llm_pool, config.proposer)
-        self.validator = StepModel.from_pool(llm_pool, config.validator or config.proposer)
+        self.proposer = StepModel.from_pool(llm_pool, config.proposer, pools)
+        self.validator = StepModel.from_pool(llm_pool, config.validator or config.proposer, pools)
         if backend is not None:
             self.proposer = StepModel(backend, self.proposer.pool_hash, self.proposer.prices_hash)
             self.validator = StepModel(backend, self.validator.pool_hash, self.validator.prices_hash)
@@ -172,7 +173,7 @@ class Proposer:
             },
             "required": ["instruction", "vector"],
         }
-        pairs = {"type": "array", "items": pair, "minItems": 1, "maxItems": count}
+        pairs = {"type": "array", "items": pair, "minItems": 1}
         return {"type": "object", "properties": {"pairs": pairs}, "required": ["pairs"]}
 
     async def propose(self, index: int) -> Proposal:

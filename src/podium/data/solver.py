@@ -14,6 +14,7 @@ from podium.backends.base import BackendError
 from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory
+from podium.data.pools import PoolCache, pool_config, shared_pool
 from podium.data.provenance import podium_version, pool_hash, prices_hash
 from podium.data.sources import SourcedItem
 from podium.data.store import DataError
@@ -24,7 +25,6 @@ from podium.graders.grader import Grader, gold_text
 from podium.graders.records import DataRow, Provenance
 from podium.graders.verdict import Verdict
 from podium.pool.config import PoolConfig
-from podium.pool.pool import build_pool, embedded_pool_config, load_pool_config
 from podium.runtime import Executor, RunConfig
 
 CONSTRAINTS_HEADER = "Constraints learned from earlier failed attempts (follow them):"
@@ -66,23 +66,19 @@ def constraint_text(constraints: Sequence[str]) -> str:
 class Solver:
     """Attempts items with one orchestrator configuration."""
 
-    def __init__(self, config: SolverConfig, *, constraints: Sequence[str] = ()) -> None:
-        pool_config = (
-            embedded_pool_config()
-            if config.pool is None
-            else config.pool
-            if isinstance(config.pool, PoolConfig)
-            else load_pool_config(config.pool)
-        )
+    def __init__(
+        self, config: SolverConfig, *, constraints: Sequence[str] = (), pools: PoolCache | None = None
+    ) -> None:
+        chosen = pool_config(config.pool)
         self.config = config
-        self.pool = build_pool(pool_config)
+        self.pool = shared_pool(chosen, pools)
         self.run_config = RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
         executor = Executor(self.pool, self.run_config)  # checks the orchestrator and summarizer names now
         self.model = executor.orchestrator.model
         self.name = config.name or f"{self.run_config.policy}:{self.model}"
         notes = [text for text in (config.instructions, constraint_text(constraints) if constraints else None) if text]
         self.instructions = "\n\n".join(notes) or None
-        self.pool_hash = pool_hash(pool_config)
+        self.pool_hash = pool_hash(chosen)
         self.prices_hash = prices_hash(self.pool.prices)
 
     def check(self, items: Sequence[SourcedItem]) -> None:

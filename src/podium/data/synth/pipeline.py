@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from podium.backends.base import ChatBackend
 from podium.data.common import Stage
 from podium.data.funnel import FunnelBuilder
+from podium.data.pools import PoolCache
 from podium.data.provenance import podium_version, short_hash
 from podium.data.store import WorkLog
 from podium.data.synth.code import build_toolkit, function_problem, parse_function, toolkit_source
@@ -41,7 +42,8 @@ class Synthesis:
     def __init__(self, config: SynthConfig, stage: Stage, *, backend: ChatBackend | None = None) -> None:
         self.config = config
         self.stage = stage
-        self.generator = Generator(config, backend=backend)
+        self.pools: PoolCache = {}
+        self.generator = Generator(config, backend=backend, pools=self.pools)
         self.funnel = FunnelBuilder(STAGE)
         self.header = {
             "name": config.name,
@@ -50,6 +52,8 @@ class Synthesis:
             "prompt": self.generator.prompts["functions"].id,
             "cls": "".join(part.capitalize() for part in config.name.split("_")) + "Tools",
         }
+        self.beyond: dict[str, int] = {}
+        """Records a step wrote beyond what was asked for, per step."""
         self.decisions: dict[str, list[str]] = {}
         """Candidate task → the filters it passed."""
 
@@ -127,6 +131,8 @@ class Synthesis:
             )
             step = found.get(f"records:{table.name}")
             written[table.name] = list((step.value or {}).get("records", [])) if step else []
+            self.beyond[f"records:{table.name}"] = len(written[table.name][self.config.records :])
+            written[table.name] = written[table.name][: self.config.records]
             keys[table.name] = [str(r.get(table.key, "")) for r in written[table.name] if isinstance(r, dict)]
         return await self._checked_records(tables, written)
 
@@ -140,7 +146,9 @@ class Synthesis:
                     left[problem] += 1
                 else:
                     database[table.name][record[table.key]] = record
-        self.funnel.count("record rules", "records", sum(len(records) for records in written.values()), left)
+        extra = sum(count for key, count in self.beyond.items() if key.startswith("records:"))
+        left["beyond the limit"] += extra
+        self.funnel.count("record rules", "records", sum(len(records) for records in written.values()) + extra, left)
         return self._resolved(tables, await self._validated(tables, database))
 
     async def _validated(self, tables: list[TableSpec], database: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -190,11 +198,17 @@ class Synthesis:
             [f"functions:{table.name}" for table in tables],
             lambda key: self.generator.functions(next(t for t in tables if f"functions:{t.name}" == key), tables, []),
         )
-        proposed = [entry for step in found.values() for entry in (step.value or {}).get("functions", [])]
+        per_table = [(step.value or {}).get("functions", []) for step in found.values()]
+        limit = self.config.functions
+        proposed = [
+            {**entry, "beyond": position >= limit} for entries in per_table for position, entry in enumerate(entries)
+        ]
         accepted: list[tuple[str, ast.FunctionDef]] = []
         names: set[str] = set()
 
         def reason(entry: dict[str, Any]) -> str | None:
+            if entry["beyond"]:
+                return "beyond the limit"
             function, problem = parse_function(entry["code"])
             if function is None:
                 return problem

@@ -29,7 +29,7 @@ async def candidates(run: Synthesis, functions: str, database: str, names: list[
 
     def repeated(intent: str) -> str | None:
         folded = " ".join(intent.casefold().split())
-        problem = "repeated" if folded in seen else None
+        problem = "repeated" if folded in seen else "beyond the limit" if len(seen) >= run.config.intents else None
         seen.add(folded)
         return problem
 
@@ -85,7 +85,7 @@ async def filtered(run: Synthesis, proposed: list[Candidate], domain: Domain, ta
     if k == 0:
         run.funnel.note("pass@k filter skipped (pass_k = 0)")
         return needing
-    solver = Solver(run.config.solver)
+    solver = Solver(run.config.solver, pools=run.pools)
     keys = {task_of[candidate.key].id: candidate for candidate in needing}
     results = await run.steps(
         "pass-at-k",

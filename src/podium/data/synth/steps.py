@@ -6,6 +6,7 @@ from typing import Any
 
 from podium.backends.base import ChatBackend
 from podium.data.llm import Prompt, StepModel, ask_json, load_prompt
+from podium.data.pools import PoolCache
 from podium.data.synth.config import StepResult, SynthConfig
 from podium.data.synth.schema import TableSpec, render_schema, schema_reply_schema
 
@@ -15,9 +16,11 @@ DATABASE_CHARS = 6_000
 """Most characters of the database shown in a task prompt."""
 
 
-def string_list(key: str, most: int, longest: int = 200) -> dict[str, Any]:
+def string_list(key: str, longest: int = 200) -> dict[str, Any]:
+    """``{key: [strings]}``. How many are kept is the pipeline's business (the extras are counted as beyond the
+    limit), so a reply with one too many is not thrown away whole."""
     items = {"type": "string", "minLength": 1, "maxLength": longest}
-    array = {"type": "array", "items": items, "minItems": 1, "maxItems": most}
+    array = {"type": "array", "items": items, "minItems": 1}
     return {"type": "object", "properties": {key: array}, "required": [key]}
 
 
@@ -55,10 +58,12 @@ def database_excerpt(database: dict[str, dict[str, Any]]) -> str:
 class Generator:
     """Runs the LLM steps with the configured writer and validator models."""
 
-    def __init__(self, config: SynthConfig, *, backend: ChatBackend | None = None) -> None:
+    def __init__(
+        self, config: SynthConfig, *, backend: ChatBackend | None = None, pools: PoolCache | None = None
+    ) -> None:
         self.config = config
-        self.writer = StepModel.from_pool(config.pool, config.worker)
-        self.validator = StepModel.from_pool(config.pool, config.validator or config.worker)
+        self.writer = StepModel.from_pool(config.pool, config.worker, pools)
+        self.validator = StepModel.from_pool(config.pool, config.validator or config.worker, pools)
         if backend is not None:
             self.writer = StepModel(backend, self.writer.pool_hash, self.writer.prices_hash)
             self.validator = StepModel(backend, self.validator.pool_hash, self.validator.prices_hash)
@@ -85,7 +90,7 @@ class Generator:
 
     async def subjects(self) -> StepResult:
         fields = {"domain": self.config.domain, "count": self.config.subjects}
-        return await self.step("subjects", "subjects", fields, string_list("subjects", self.config.subjects, 40))
+        return await self.step("subjects", "subjects", fields, string_list("subjects", 40))
 
     async def schema(self, subjects: list[str]) -> StepResult:
         fields = {"domain": self.config.domain, "subjects": ", ".join(subjects)}
@@ -103,9 +108,7 @@ class Generator:
         items = {**table.record_schema(), "additionalProperties": False}
         schema = {
             "type": "object",
-            "properties": {
-                "records": {"type": "array", "items": items, "minItems": 1, "maxItems": self.config.records}
-            },
+            "properties": {"records": {"type": "array", "items": items, "minItems": 1}},
             "required": ["records"],
         }
         return await self.step(f"records:{table.name}", "records", fields, schema)
@@ -139,9 +142,7 @@ class Generator:
         }
         schema = {
             "type": "object",
-            "properties": {
-                "functions": {"type": "array", "items": function, "minItems": 1, "maxItems": self.config.functions}
-            },
+            "properties": {"functions": {"type": "array", "items": function, "minItems": 1}},
             "required": ["functions"],
         }
         return await self.step(f"functions:{table.name}", "functions", fields, schema)
@@ -157,7 +158,7 @@ class Generator:
 
     async def intents(self, functions: str) -> StepResult:
         fields = {"domain": self.config.domain, "functions": functions, "count": self.config.intents}
-        return await self.step("intents", "intents", fields, string_list("intents", self.config.intents))
+        return await self.step("intents", "intents", fields, string_list("intents"))
 
     async def task(self, key: str, intent: str, functions: str, database: str, names: list[str]) -> StepResult:
         fields = {"functions": functions, "database": database, "intent": intent}
