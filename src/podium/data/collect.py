@@ -87,8 +87,9 @@ def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) ->
     usable = funnel.apply("infrastructure", "trajectories", rows, lambda row: infrastructure_failure(row.trajectory))
     formatted = funnel.apply("format errors", "trajectories", usable, lambda row: format_failure(row.trajectory))
     correct = funnel.apply("verifier", "trajectories", formatted, _wrong)
+    well_formed = {row.id for row in formatted}
     failures = [
-        _decide(row, "format errors" if row not in formatted else "verifier", False,
+        _decide(row, "verifier" if row.id in well_formed else "format errors", False,
                 format_failure(row.trajectory) or _wrong(row) or "")
         for row in usable
         if not row.correct
