@@ -284,7 +284,11 @@ def register_benchmark(benchmark: Benchmark) -> None:
 
 
 def get_benchmark(name: str) -> Benchmark:
-    """The benchmark called ``name``."""
+    """The benchmark called ``name``; ``tau2_<domain>`` names any tau2-format domain under the data directory's
+    ``tau2/`` folder (a synthesized one, say)."""
+    if name not in BENCHMARKS and name.startswith("tau2_") and len(name) > len("tau2_"):
+        domain = name.removeprefix("tau2_")
+        return Benchmark(name, "environment", f"tau2-format domain {domain}", _tau2_reader(domain))
     if name not in BENCHMARKS:
         raise BenchmarkError(f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHMARKS))}")
     return BENCHMARKS[name]

@@ -32,6 +32,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "train": LazyCommand("podium.cli.train", "app", "Train the orchestrator: SFT, then GRPO on executor rollouts."),
     "routing": LazyCommand("podium.cli.routing", "app", "Record a worker's GSM8K answers for a replay worker."),
     "index": LazyCommand("podium.cli.index", "app", "Build and search local passage indexes for local_search."),
+    "data": LazyCommand("podium.cli.data", "app", "Make training data: teacher runs, RL sets, curricula, preferences."),
+    "synth": LazyCommand("podium.cli.synth", "app", "Synthesize tool-use environments (ToolScale domains)."),
     "describe-model": LazyCommand(
         "podium.cli.models", "describe_model_command", "Write a worker's description from its results on tasks."
     ),

@@ -1,24 +1,27 @@
 """What the command modules share: console streams, common options, error exits, pool loading, JSON Lines, the
-trace of a trajectory and the live display of a running episode."""
+trace of a trajectory, the live display of a running episode, and the options, config assembly and funnel report
+of the data stages."""
 
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from podium.backends.base import BackendError
+from podium.config import Config, ConfigT, read_structured_file
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
 from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
-from podium.errors import PodiumError
+from podium.errors import ConfigError, PodiumError
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
 from podium.sandbox import SandboxConfig
 
@@ -38,6 +41,9 @@ console = make_console()
 errors = make_console(stderr=True)
 BACKEND_FAILED = 3
 """Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
+
+if TYPE_CHECKING:
+    from podium.graders.records import Funnel
 
 PoolOption = Annotated[
     Path | None, typer.Option("--pool", help="Pool YAML (PoolConfig); default: the embedded offline pool.")
@@ -179,3 +185,37 @@ class LiveEpisode:
 
     def __exit__(self, *exc: object) -> None:
         self.live.__exit__(*exc)  # type: ignore[arg-type]
+
+
+def field_option(config: type[Config], field: str, *flags: str, **extra: Any) -> Any:
+    """A Typer option for ``config.field``: the field's docstring as help and its default shown (the option itself
+    defaults to ``None``, so a value from ``--config`` is only overridden by a flag that was given)."""
+    info = config.model_fields[field]
+    text = (info.description or "").replace("``", "")
+    if info.is_required():
+        return typer.Option(*flags, help=f"{text} [required]", show_default=False, **extra)
+    default = info.get_default(call_default_factory=True)
+    shown: bool | str = False if default in (None, [], {}) or isinstance(default, BaseModel) else str(default)
+    return typer.Option(*flags, help=text, show_default=shown, **extra)
+
+
+def stage_config(config: type[ConfigT], path: Path | None, flags: dict[str, Any]) -> ConfigT:
+    """The stage config: the ``--config`` file's fields, then the flags that were given written over them."""
+    data = read_structured_file(path) if path else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of config fields")
+    data.update({key: value for key, value in flags.items() if value is not None})
+    return config.from_dict(data, source=str(path) if path else "options")
+
+
+def report_funnel(funnel: "Funnel", as_json: bool) -> None:
+    """The funnel as a table (or JSON Lines); exits 1 when the USD cap left work undone."""
+    from podium.data.funnel import funnel_lines, print_funnel  # the data stages load only for the data commands
+
+    if as_json:
+        for line in funnel_lines(funnel):
+            typer.echo(line)
+    else:
+        print_funnel(funnel, console)
+    if funnel.stopped_by_budget:
+        raise typer.Exit(1)

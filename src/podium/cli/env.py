@@ -67,7 +67,7 @@ def env_list(data: DataDirOption = None) -> None:
     for column in ("domain", "tasks", "read", "write", "think", "generic", "data"):
         table.add_column(column)
     root = data_dir(data)
-    for name in known_domains():
+    for name in known_domains(root):
         if not (root / name).is_dir():
             table.add_row(name, "-", "-", "-", "-", "-", f"missing in {root}")
             continue

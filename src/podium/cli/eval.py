@@ -16,6 +16,7 @@ from rich.progress import Progress
 from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
+from podium.data.preferences import read_preferences
 from podium.errors import PodiumError
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
@@ -26,8 +27,24 @@ from podium.sandbox import SandboxConfig
 
 console = Console()
 errors = Console(stderr=True)
+PreferencesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--preferences",
+        help="Preference pairs (JSONL from `podium data preferences`, or a YAML/JSON list of instruction and weights): "
+        "item i gets pair i mod n, its instruction appended to the task and its vector kept for rewards.",
+    ),
+]
 
 
+SystemOption = Annotated[
+    Path,
+    typer.Option(
+        "--system",
+        help="System config file (YAML/JSON): its kind (single_model, majority_vote, self_refine, static_router, "
+        "tools_model, orchestrator) and settings.",
+    ),
+]
 Tau2ResultsOption = Annotated[
     Path | None,
     typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
@@ -51,14 +68,7 @@ RayOption = Annotated[
 
 def eval_command(
     benchmark: Annotated[str, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")],
-    system: Annotated[
-        Path,
-        typer.Option(
-            "--system",
-            help="System config file (YAML/JSON): its kind (single_model, majority_vote, self_refine, "
-            "static_router, tools_model, orchestrator) and settings.",
-        ),
-    ],
+    system: SystemOption,
     out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
     samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
@@ -79,10 +89,12 @@ def eval_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     ray: RayOption = None,
     tau2_results: Tau2ResultsOption = None,
+    preferences: PreferencesOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
         chosen, config = get_benchmark(benchmark), load_system_config(system)
+        chosen_preferences = read_preferences(preferences) if preferences else ()
         grader = _grader(config.grading, sandbox_config, data_dir)
         with solving_system(config, ray, concurrency) as built:
             summary = asyncio.run(
@@ -100,6 +112,7 @@ def eval_command(
                     source="hub" if hub else "local",
                     grader=grader,
                     progress=not quiet,
+                    preferences=chosen_preferences,
                 )
             )
         _export_tau2(out, tau2_results, data_dir, quiet)
@@ -151,7 +164,10 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
 
 
 def report_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories written by `podium eval`.")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run directories of `podium eval`, or `podium data` stage directories / funnels."),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Directory for index.html, plots and trajectory pages.")],
     baseline: Annotated[
         str | None, typer.Option("--baseline", help="System name whose runs are M0 for the preference-aware score.")

@@ -7,12 +7,15 @@ own ``Environment`` over a fresh database, whose tools are offered to Podium's t
 read / write / think / generic. Each call runs through tau2's ``Environment.get_response``, so the database changes
 and the tool's text are exactly what tau2 gives (a failure is tau2's ``"Error: …"`` text, Podium's EXEC_ERR).
 
-The toolkits are registered by name (:func:`register_domain`; airline and retail are built in); the data
+The toolkits are registered by name (:func:`register_domain`; airline and retail are built in), or a domain
+directory ships its own in ``tools.py`` (synthesized domains); the data
 directory comes from the argument, the ``PODIUM_TAU2_DATA`` environment variable, or ``../shared/data/tau2``
 beside the repository (the same files as the tau2 wheel ships).
 """
 
 import functools
+import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -28,6 +31,8 @@ from podium.pool.tool import Tool, ToolOutput
 
 TAU2_EXTRA = "tau2"
 DATA_ENV_VAR = "PODIUM_TAU2_DATA"
+TOOLS_FILE = "tools.py"
+"""A domain directory's own tool functions (synthesized domains); built-in domains are registered instead."""
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "tau2"
 """``../shared/data/tau2`` relative to the repository root."""
 
@@ -88,9 +93,13 @@ def domain_kit(name: str) -> DomainKit:
     return _KITS[name]
 
 
-def known_domains() -> list[str]:
-    """Every domain name that has tool functions (built-in or registered)."""
-    return sorted(set(_KITS) | set(_BUILTIN))
+def known_domains(directory: str | Path | None = None) -> list[str]:
+    """Every domain name that has tool functions: built-in, registered, or (given a data ``directory``) a folder
+    there with its own ``tools.py``."""
+    found = set(_KITS) | set(_BUILTIN)
+    if directory is not None and Path(directory).is_dir():
+        found |= {path.parent.name for path in Path(directory).glob(f"*/{TOOLS_FILE}")}
+    return sorted(found)
 
 
 def data_dir(override: str | Path | None = None) -> Path:
@@ -175,12 +184,30 @@ class Domain:
         return Environment(self, live)
 
 
+def kit_from_file(path: Path, name: str) -> DomainKit:
+    """The tau2 toolkit and database model that a domain directory's ``tools.py`` defines (synthesized domains
+    ship their functions as code beside their data). The file runs as Python: load only domains you trust."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"podium_domain_{name}_{digest}", path)
+    if spec is None or spec.loader is None:
+        raise KeyError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    own = [value for value in vars(module).values() if isinstance(value, type) and value.__module__ == module.__name__]
+    toolkits = [value for value in own if issubclass(value, tau2_module("tau2.environment.toolkit").ToolKitBase)]
+    databases = [value for value in own if issubclass(value, tau2_module("tau2.environment.db").DB)]
+    if len(toolkits) != 1 or len(databases) != 1:
+        raise KeyError(f"{path} defines {len(toolkits)} toolkits and {len(databases)} database models, not one each")
+    return DomainKit(toolkits[0], databases[0])
+
+
 @functools.cache
 def _read_domain(name: str, directory: Path) -> Domain:
     root = directory / name
     if not root.is_dir():
         raise FileNotFoundError(f"no data for domain {name!r} in {directory} (set ${DATA_ENV_VAR} or --data-dir)")
-    kit = domain_kit(name)
+    tools = root / TOOLS_FILE
+    kit = kit_from_file(tools, name) if tools.exists() else domain_kit(name)
     task_model = tau2_module("tau2.data_model.tasks").Task
     tasks = [task_model.model_validate(item) for item in json.loads((root / "tasks.json").read_text(encoding="utf-8"))]
     return Domain(

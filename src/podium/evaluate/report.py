@@ -3,7 +3,8 @@
 ``index.html`` holds the accuracy-versus-cost plot of each benchmark with its Pareto front, a table per
 benchmark, and the tool-call distribution; ``runs/run-N.html`` is a trajectory viewer per run (turns, the
 calls of a turn as a timeline, statuses, costs). Plots are SVG drawn with matplotlib's Agg backend; CSS and
-JS are copied beside the pages. Nothing refers to a network resource.
+JS are copied beside the pages. Nothing refers to a network resource. Funnels of ``podium data`` stages (a stage
+directory or its ``funnel.json``) are shown as tables of their filters.
 """
 
 import html
@@ -18,6 +19,7 @@ from typing import Any
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn
 from podium.errors import MissingExtraError
+from podium.evaluate.funnels import funnel_sections, is_funnel
 from podium.evaluate.metrics import PreferenceScore, RunMetrics, pareto_front, preference_score, run_metrics
 from podium.evaluate.routing.metrics import Point
 from podium.evaluate.runner import EvalRecord, RunManifest, load_run
@@ -289,7 +291,8 @@ def build_report(
     With ``baseline`` (a system name), each run is also scored with ToolOrchestra's preference-aware score
     against that system's run on the same benchmark.
     """
-    runs = load_runs([Path(directory) for directory in run_dirs])
+    sources = [Path(directory) for directory in run_dirs]
+    runs = load_runs([source for source in sources if not is_funnel(source)])
     preference = preference or DEFAULT_PREFERENCE
     scores = _preference_scores(runs, baseline, preference)
     out = Path(out)
@@ -329,6 +332,7 @@ def build_report(
     body = (
         f'<h1>Podium evaluation report</h1><p id="plot-status"></p>{preference_note}{"".join(sections)}'
         f'<section id="tool-calls"><h2>Tool-call distribution</h2>{tools}</section>'
+        f"{funnel_sections([source for source in sources if is_funnel(source)])}"
     )
     index_page = out / "index.html"
     index_page.write_text(_page("Podium evaluation report", body, "index.js"), encoding="utf-8")

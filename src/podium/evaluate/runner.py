@@ -1,8 +1,8 @@
 """Resumable evaluation runs: items × samples solved concurrently, each result appended as it finishes.
 
 A run directory holds ``manifest.json`` (benchmark, system, settings) and ``results.jsonl`` (one
-:class:`EvalRecord` per finished (item, sample)). Rerunning the same command resumes: finished samples are
-skipped and never written twice. A process killed mid-write leaves at most a torn last line; it is detected
+:class:`~podium.graders.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
+resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a torn last line; it is detected
 and dropped (the file is rewritten without it) before anything new is appended.
 
 One process at a time evaluates into a directory (``eval.lock``; a second one stops and names the holder), an
@@ -16,10 +16,11 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError
+from pydantic import Field, ValidationError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -34,13 +35,16 @@ from rich.progress import (
 from podium.benchmarks.items import BenchmarkItem
 from podium.benchmarks.loaders import Benchmark
 from podium.core.budget import StopReason
-from podium.core.calls import CallUsage
+from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
 from podium.errors import PodiumError
 from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
 from podium.evaluate.systems import System
 from podium.graders.grader import Grader, gold_text
+from podium.graders.records import GradedTrajectory as EvalRecord
+from podium.graders.records import read_graded as read_results
+from podium.graders.records import scan_graded
 from podium.graders.verdict import Verdict
 
 MANIFEST_FILE = "manifest.json"
@@ -50,37 +54,6 @@ log = logging.getLogger(__name__)
 
 class EvalError(PodiumError):
     """An evaluation cannot start or resume (mismatched settings, unsupported benchmark)."""
-
-
-class EvalRecord(Record):
-    """One finished (item, sample)."""
-
-    benchmark: str
-    """Benchmark name."""
-    system: str
-    """System name."""
-    item_id: str
-    """The item's id within the benchmark."""
-    sample: NonNegativeInt
-    """Sample index, from 0."""
-    answer: str | None
-    """The system's final answer."""
-    gold: str
-    """The gold, as text."""
-    verdict: Verdict
-    """The verifier's judgement."""
-    usage: CallUsage
-    """Total tokens, USD and latency of the attempt."""
-    wall_s: NonNegativeFloat
-    """Wall-clock seconds of the attempt."""
-    error: str | None = None
-    """Set when the system failed (backend down…); the sample then counts as wrong."""
-    trajectory: Trajectory
-    """The full attempt."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.item_id, self.sample
 
 
 class RunManifest(Record):
@@ -96,6 +69,8 @@ class RunManifest(Record):
     """The system's config as given (empty for systems built in code)."""
     samples: int
     """Samples per item."""
+    preferences: list[Preference] = Field(default_factory=list)
+    """User preferences given to the items (item i gets preference i mod n); empty when none."""
 
 
 class EvalSummary(Record):
@@ -127,44 +102,12 @@ class EvalSummary(Record):
         return self.correct / self.done if self.done else 0.0
 
 
-def read_results(path: str | Path) -> tuple[list[EvalRecord], int]:
-    """Records of a results file and how many lines were unusable (torn, corrupt or duplicate keys).
-
-    Reading never changes the file; :func:`repair_results` does.
-    """
-    records, unusable = _scan(Path(path))
-    return records, len(unusable)
-
-
-def _scan(path: Path) -> tuple[list[EvalRecord], list[bytes]]:
-    """The records of a results file and its unusable lines (unreadable, or repeating a key)."""
-    if not path.exists():
-        return [], []
-    records: list[EvalRecord] = []
-    seen: set[tuple[str, int]] = set()
-    unusable: list[bytes] = []
-    for raw in path.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            record = EvalRecord.model_validate_json(raw)
-        except ValidationError:
-            unusable.append(raw)
-            continue
-        if record.key in seen:
-            unusable.append(raw)
-            continue
-        seen.add(record.key)
-        records.append(record)
-    return records, unusable
-
-
 def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
     """Read a results file and, if any line was unusable or the last line unterminated, rewrite it atomically
     with only the good records, so new lines are never appended to a torn one; unusable lines are kept in
     ``results.rejected.jsonl``."""
     path = Path(path)
-    records, unusable = _scan(path)
+    records, unusable = scan_graded(path)
     if path.exists() and (unusable or (path.stat().st_size and not path.read_bytes().endswith(b"\n"))):
         set_aside(path.parent, unusable)
         write_atomically(path, "".join(to_json_line(record) for record in records))
@@ -221,6 +164,18 @@ def storable_line(record: EvalRecord) -> str:
         log.warning("%s, sample %s: %s", record.item_id, record.sample, reason)
         stub = Trajectory(question=record.trajectory.question, answer=record.answer, metadata={"storage_error": reason})
         return to_json_line(record.model_copy(update={"trajectory": stub}))
+
+
+def with_preferences(items: list[BenchmarkItem], preferences: Sequence[Preference]) -> list[BenchmarkItem]:
+    """Item i with preference i mod n in its metadata (``preference``); the items unchanged without any."""
+    if not preferences:
+        return items
+    return [
+        item.model_copy(
+            update={"metadata": {**item.metadata, "preference": preferences[i % len(preferences)].model_dump()}}
+        )
+        for i, item in enumerate(items)
+    ]
 
 
 def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> Trajectory:
@@ -288,13 +243,14 @@ async def run_eval(
     source: Literal["local", "hub"] = "local",
     grader: Grader | None = None,
     progress: bool = True,
+    preferences: Sequence[Preference] = (),
 ) -> EvalSummary:
     """Evaluate ``system`` on the first ``limit`` items of ``benchmark``, ``samples`` times each, resuming
     whatever ``out`` already holds.
 
     ``limit``, ``concurrency`` and ``max_usd`` may change between invocations; the benchmark, system, its
-    config and ``samples`` may not. Spend counts every invocation of the run; once it reaches ``max_usd`` no
-    new sample starts (those in flight finish).
+    config, ``samples`` and ``preferences`` (item i gets preference i mod n) may not. Spend counts every invocation
+    of the run; once it reaches ``max_usd`` no new sample starts (those in flight finish).
     """
     if samples < 1 or concurrency < 1:
         raise EvalError("samples and concurrency must be at least 1")
@@ -305,7 +261,8 @@ async def run_eval(
     manifest = RunManifest(
         benchmark=benchmark.name, source=source, system=system.name, system_config=system_config or {}, samples=samples
     )
-    items = benchmark.items(data_dir=data_dir, source=source)[:limit]
+    manifest.preferences = list(preferences)  # runtime systems append the instruction and keep the vector
+    items = with_preferences(benchmark.items(data_dir=data_dir, source=source)[:limit], preferences)
     with hold_run_directory(out):
         previous, dropped = repair_results(out / RESULTS_FILE)
         repairs = [note for note in [check_manifest(out, manifest, previous)] if note]

@@ -33,6 +33,7 @@ from pydantic import Field
 from podium.benchmarks.items import BenchmarkItem
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
 from podium.core.budget import StopReason
+from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
@@ -106,7 +107,12 @@ class RuntimeSystem:
         if item.verifier == "environment":
             trajectory = await self._converse(item)
         else:
-            trajectory = await self.executor().run(question_with_format(item), metadata={"item_id": item.id})
+            preference = item.metadata.get("preference")  # set by `podium eval --preferences`
+            trajectory = await self.executor().run(
+                question_with_format(item),
+                preference=None if preference is None else Preference.model_validate(preference),
+                metadata={"item_id": item.id},
+            )
             raw = trajectory.answer
             trajectory.answer = None if raw is None else extract_answer(raw, item.verifier)
             trajectory.metadata["raw_answer"] = raw

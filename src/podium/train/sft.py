@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from podium.core.trajectory import Trajectory, read_trajectories
+from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
 from podium.extras import require_extra
+from podium.graders.records import RecordError, read_trajectory_lines
 from podium.train.config import LoraConfig, SFTConfig
 from podium.train.model import load_model, resolve_device, trainer_arguments
 from podium.train.samples import ChatFormat, TrainingDataError, trajectory_samples
@@ -29,15 +28,18 @@ class TrainResult:
 
 
 def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
-    """Every trajectory of the JSONL files, with errors naming the file."""
+    """Every trajectory of the JSONL files, with errors naming the file. A line may be a bare trajectory, a graded
+    trajectory (``podium eval`` results) or a data row (``podium data collect`` / ``curriculum`` output); a graded
+    line trains only when its verdict was correct and its system did not fail."""
     trajectories: list[Trajectory] = []
     for path in paths:
+        if not Path(path).is_file():
+            raise ConfigError(f"cannot read trajectories {path}: no such file")
         try:
-            trajectories.extend(read_trajectories(path))
-        except OSError as error:
-            raise ConfigError(f"cannot read trajectories {path}: {error.strerror}") from error
-        except ValidationError as error:
+            lines = list(read_trajectory_lines(path))
+        except RecordError as error:
             raise TrainingDataError(f"{path} holds a line that is not a trajectory: {error}") from error
+        trajectories.extend(line.trajectory for line in lines if line.correct is not False and line.error is None)
     return trajectories
 
 

@@ -1,0 +1,162 @@
+"""``podium data collect``: ParaManager SFT data (SPEC §6.4). A teacher orchestrator attempts each question n
+times in Podium's runtime; attempts are graded with Podium's verifiers; infrastructure failures (a worker's 5xx,
+the teacher's backend down) and unrepaired format errors are dropped, wrong answers go to ``failures.jsonl``; at most
+one correct trajectory per question is kept, recoveries from PARSE_ERR / EXEC_ERR / TIMEOUT first; finally no tool
+may take more than a set share of all calls. ``podium eval`` results can stand in for the teacher's attempts.
+
+Outputs in ``--out``: ``sft.jsonl`` (data rows ``podium train sft`` reads), ``failures.jsonl`` (wrong attempts
+for ``podium data classify-failures``), ``funnel.json``; the work log ``work/attempts.jsonl`` makes reruns resume.
+"""
+
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from podium.core.record import Record
+from podium.data.common import StageSettings, finish_stage, open_stage
+from podium.data.constraints import read_constraints
+from podium.data.eval_input import rows_from_eval
+from podium.data.funnel import FunnelBuilder
+from podium.data.selection import balance_tools, per_question
+from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
+from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
+from podium.data.store import DataError, WorkLog, write_jsonl
+from podium.data.traces import format_failure, infrastructure_failure, recovered_from
+from podium.graders.grader import Grader
+from podium.graders.records import DataRow, FilterDecision, Funnel
+
+STAGE = "collect"
+
+
+class CollectConfig(ItemSource, StageSettings):
+    """Teacher trajectories for SFT (ParaManager)."""
+
+    teacher: SolverConfig = Field(default_factory=SolverConfig)
+    """The teacher orchestrator (any pool member or endpoint as orchestrator, under any policy)."""
+    from_eval: list[str] = Field(default_factory=list)
+    """``podium eval`` run directories or results files to select from instead of running the teacher."""
+    samples: PositiveInt = 8
+    """Attempts per question (ParaManager: 8)."""
+    temperature: NonNegativeFloat = 1.0
+    """Sampling temperature of the teacher (above 0, or the attempts are alike)."""
+    per_question: PositiveInt = 1
+    """Correct trajectories kept per question (ParaManager: at most one)."""
+    prefer_recovered: bool = True
+    """Prefer trajectories that recovered from a PARSE_ERR, EXEC_ERR or TIMEOUT."""
+    max_tool_share: PositiveFloat = Field(0.5, le=1.0)
+    """No tool may take more than this share of all calls in the kept set (1 disables the cap)."""
+    constraints: str | None = None
+    """Constraints file from ``podium data classify-failures``, added to the teacher's system prompt."""
+
+
+class ItemAttempts(Record):
+    """The teacher's attempts at one question (one unit of work)."""
+
+    item_id: str
+    """The question."""
+    rows: list[DataRow]
+    """Its graded attempts."""
+
+
+async def collect_item(solver: Solver, grader: Grader, entry: SourcedItem, config: CollectConfig) -> ItemAttempts:
+    """One question: ``samples`` teacher attempts, each graded (the unit a distributed run would ship)."""
+    rows = []
+    for sample in range(config.samples):
+        seed = sample_seed(config.seed, entry.item.id, sample)
+        trajectory = await solver.attempt(entry, temperature=config.temperature, seed=seed)
+        verdict = await grade(grader, entry, trajectory)
+        provenance = solver.provenance(STAGE, entry, temperature=config.temperature, seed=seed)
+        rows.append(data_row(f"{STAGE}:{entry.item.id}:{sample}", entry, sample, trajectory, verdict, provenance))
+    return ItemAttempts(item_id=entry.item.id, rows=rows)
+
+
+def _wrong(row: DataRow) -> str | None:
+    if row.correct:
+        return None
+    return "no answer" if row.answer is None else "wrong answer"
+
+
+def _decide(row: DataRow, name: str, kept: bool, reason: str = "") -> DataRow:
+    row.decisions.append(FilterDecision(stage=STAGE, filter=name, kept=kept, reason=reason))
+    return row
+
+
+def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) -> tuple[list[DataRow], list[DataRow]]:
+    """The kept SFT rows and the wrong attempts, every filter counted in ``funnel``."""
+    usable = funnel.apply("infrastructure", "trajectories", rows, lambda row: infrastructure_failure(row.trajectory))
+    formatted = funnel.apply("format errors", "trajectories", usable, lambda row: format_failure(row.trajectory))
+    correct = funnel.apply("verifier", "trajectories", formatted, _wrong)
+    well_formed = {row.id for row in formatted}
+    failures = [
+        _decide(row, "verifier" if row.id in well_formed else "format errors", False,
+                format_failure(row.trajectory) or _wrong(row) or "")
+        for row in usable
+        if not row.correct
+    ]  # fmt: skip
+    candidates: dict[str, list[DataRow]] = defaultdict(list)
+    for row in correct:
+        candidates[row.item_id].append(_decide(row, "verifier", True))
+    chosen, spare = per_question(candidates, config.per_question, config.prefer_recovered)
+    funnel.count(
+        f"at most {config.per_question} per question",
+        "trajectories",
+        len(correct),
+        {"another trajectory of the question kept": sum(len(rows) for rows in spare.values())},
+    )
+    balance = balance_tools(chosen, spare, config.max_tool_share)
+    left: dict[str, int] = defaultdict(int)
+    for _, reason in balance.dropped:
+        left[reason] += 1
+    funnel.count("tool balance", "trajectories", sum(len(rows) for rows in chosen.values()), left)
+    if balance.swaps:
+        funnel.note(f"tool balance swapped {balance.swaps} trajectory(ies) for another correct one of the question")
+    if balance.note:
+        funnel.note(balance.note)
+    kept = [row for rows in balance.chosen.values() for row in rows]
+    for row in kept:
+        recovered = recovered_from(row.trajectory)
+        _decide(row, "per question", True, f"recovered from {', '.join(recovered)}" if recovered else "")
+        _decide(row, "tool balance", True)
+    return kept, failures
+
+
+async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
+    """Run (or resume) collection into ``config.out``; returns the funnel (also saved as ``funnel.json``)."""
+    out = Path(config.out)
+    stage = open_stage(out, STAGE, config, progress=progress)
+    funnel = FunnelBuilder(STAGE)
+    if config.from_eval:
+        if config.benchmark or config.tasks:
+            raise DataError("give --from-eval or a benchmark / tasks file, not both")
+        rows = [row for path in config.from_eval for row in rows_from_eval(path, STAGE)]
+    else:
+        items = unique_ids(load_items(config))
+        solver = Solver(config.teacher, constraints=read_constraints(config.constraints))
+        solver.check(items)
+        grader = Grader(data_dir=config.data_dir)
+        log = WorkLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
+        stage.runner.charge(sum(row.trajectory.usage.usd for unit in log.values() for row in unit.rows))
+        done = await stage.runner.run(
+            "teacher attempts",
+            items,
+            lambda entry: entry.item.id,
+            lambda entry: collect_item(solver, grader, entry, config),
+            log,
+            cost=lambda unit: sum(row.trajectory.usage.usd for row in unit.rows),
+            bound=(config.teacher.max_usd or 0.0) * config.samples,
+        )
+        funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(done)})
+        rows = [row for unit in done for row in unit.rows]
+    kept, failures = select(rows, config, funnel)
+    funnel.count(
+        "questions with a kept trajectory",
+        "questions",
+        len({row.item_id for row in rows}),
+        {"no trajectory kept": len({row.item_id for row in rows}) - len({row.item_id for row in kept})},
+    )
+    outputs = {
+        "sft.jsonl": write_jsonl(out / "sft.jsonl", kept),
+        "failures.jsonl": write_jsonl(out / "failures.jsonl", failures),
+    }
+    return finish_stage(stage, funnel, outputs)

@@ -1,0 +1,58 @@
+"""What every stage shares: the settings that may change between invocations, opening a stage directory
+(manifest check, runner), and finishing it (funnel saved)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import PositiveFloat, PositiveInt
+
+from podium.config import Config
+from podium.data.funnel import FunnelBuilder, save_funnel
+from podium.data.runner import StageRunner
+from podium.data.store import check_stage
+from podium.graders.records import Funnel
+
+RUN_SETTINGS = frozenset({"out", "concurrency", "max_usd", "limit"})
+"""Settings a resumed stage may change; any other change needs a new output directory."""
+
+
+class StageSettings(Config):
+    """Where a stage writes and how it runs."""
+
+    out: str
+    """Output directory; rerunning with the same one resumes."""
+    concurrency: PositiveInt = 4
+    """Units (questions, trajectories, steps) worked on at once."""
+    max_usd: PositiveFloat | None = None
+    """Stop starting units once the stage (every invocation) has spent this; a unit whose cost is bounded in
+    advance starts only if it fits."""
+    seed: int = 0
+    """Seed of sampling orders, blind labels and splits."""
+
+
+@dataclass
+class Stage:
+    """An open stage directory and its runner."""
+
+    name: str
+    out: Path
+    runner: StageRunner
+
+
+def open_stage(out: Path, name: str, config: Config, *, progress: bool = True) -> Stage:
+    """Check (or create) the manifest of ``out`` and start the stage's runner."""
+    settings = config.model_dump(mode="json", exclude=set(RUN_SETTINGS))
+    check_stage(out, name, settings)
+    concurrency = getattr(config, "concurrency", 4)
+    runner = StageRunner(concurrency=concurrency, max_usd=getattr(config, "max_usd", None), progress=progress)
+    return Stage(name, out, runner)
+
+
+def finish_stage(stage: Stage, funnel: FunnelBuilder, outputs: dict[str, int]) -> Funnel:
+    """Build and save the funnel of this invocation."""
+    if stage.runner.stopped_by_budget:
+        funnel.note("the USD cap left units unstarted: rerun with a higher --max-usd to finish")
+    built = funnel.build(outputs, usd=stage.runner.spent, wall_s=stage.runner.wall_s)
+    built.stopped_by_budget = stage.runner.stopped_by_budget
+    save_funnel(stage.out, built)
+    return built

@@ -1,0 +1,26 @@
+"""Pools of a stage, built once per configuration: a stage whose teacher, cold-start policy, writer and validator
+name the same pool shares its backends, so a local model is loaded once, not once per role."""
+
+from podium.data.provenance import short_hash
+from podium.pool.config import PoolConfig
+from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+
+PoolCache = dict[str, Pool]
+"""Hash of a pool configuration → the pool built from it."""
+
+
+def pool_config(source: str | PoolConfig | None) -> PoolConfig:
+    """A pool file, an inline pool, or (``None``) the embedded offline pool."""
+    if source is None:
+        return embedded_pool_config()
+    return source if isinstance(source, PoolConfig) else load_pool_config(source)
+
+
+def shared_pool(config: PoolConfig, cache: PoolCache | None) -> Pool:
+    """The pool of ``config``, from ``cache`` when an equal configuration was built before."""
+    if cache is None:
+        return build_pool(config)
+    key = short_hash(config)
+    if key not in cache:
+        cache[key] = build_pool(config)
+    return cache[key]

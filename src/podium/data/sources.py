@@ -1,0 +1,81 @@
+"""Where a stage's items come from: a Podium benchmark, a tasks file (the RL task format), or ``podium eval``
+results (their items rebuilt from the recorded attempts); and the questions to leave out (a held-out set)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, PositiveInt, model_validator
+
+from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import BenchmarkError, get_benchmark
+from podium.config import Config
+from podium.data.store import DataError
+from podium.graders.records import RecordError, read_jsonl, read_tasks
+
+
+class ItemSource(Config):
+    """The items of a stage: a benchmark or a tasks file."""
+
+    benchmark: str | None = None
+    """A Podium benchmark name (gsm8k, math500, tau2_retail, …) read from the shared data directory."""
+    tasks: str | None = None
+    """Or a tasks file: JSONL of ``question``, ``gold``, ``verifier`` (math, qa, multiple_choice, code), optional
+    ``id`` and ``metadata`` (the format ``podium train grpo`` reads and ``podium data filter-rl`` writes)."""
+    limit: PositiveInt | None = None
+    """Only the first N items."""
+    data_dir: str | None = None
+    """Benchmark data directory (default: $PODIUM_DATA or ../shared/data)."""
+    exclude: list[str] = Field(default_factory=list)
+    """Files whose questions are left out (tasks or data rows), e.g. the RL set when collecting SFT data."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ItemSource":
+        if self.benchmark is not None and self.tasks is not None:
+            raise ValueError("give a benchmark or a tasks file, not both")
+        return self
+
+
+@dataclass(frozen=True)
+class SourcedItem:
+    """An item and the name of its source (for provenance)."""
+
+    item: BenchmarkItem
+    source: str
+
+
+def load_items(source: ItemSource) -> list[SourcedItem]:
+    """The items ``source`` names, less excluded questions, cut to ``limit``."""
+    try:
+        if source.benchmark is not None:
+            name = source.benchmark
+            items = get_benchmark(name).items(data_dir=source.data_dir)
+        elif source.tasks is not None:
+            name = Path(source.tasks).stem
+            items = read_tasks(source.tasks)
+        else:
+            return []
+        excluded = excluded_questions(source.exclude)
+    except (BenchmarkError, RecordError) as error:
+        raise DataError(str(error)) from error
+    kept = [SourcedItem(item, name) for item in items if item.question not in excluded]
+    return kept[: source.limit] if source.limit else kept
+
+
+def excluded_questions(paths: list[str]) -> set[str]:
+    """The ``question`` of every row of the given JSONL files."""
+    questions: set[str] = set()
+    for path in paths:
+        for _, row in read_jsonl(path):
+            if isinstance(row.get("question"), str):
+                questions.add(row["question"])
+    return questions
+
+
+def unique_ids(items: list[SourcedItem]) -> list[SourcedItem]:
+    """Refuse items whose ids repeat: work logs and outputs are keyed by them."""
+    seen: set[str] = set()
+    for entry in items:
+        if entry.item.id in seen:
+            raise DataError(f"item id {entry.item.id!r} appears twice in {entry.source}")
+        seen.add(entry.item.id)
+    return items
