@@ -2,8 +2,8 @@
 
 A run directory holds ``manifest.json`` (benchmark, system, settings) and ``results.jsonl`` (one
 :class:`~podium.graders.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
-resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a torn last line; it is detected
-and dropped (the file is rewritten without it) before anything new is appended.
+resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a torn
+last line; it is detected and dropped (the file is rewritten without it) before anything new is appended.
 
 One process at a time evaluates into a directory (``eval.lock``; a second one stops and names the holder), an
 unreadable manifest is rewritten from the run's settings when the results it keeps belong to them, and every
