@@ -36,6 +36,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve-model": LazyCommand(
         "podium.cli.models", "serve_model_command", "Serve a worker as an OpenAI-compatible API."
     ),
+    "pool": LazyCommand("podium.cli.pool", "app", "Keep the pool's model descriptions current."),
 }
 """Command name → where it lives; the order is the order of ``podium --help``."""
 
