@@ -37,6 +37,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "podium.cli.models", "serve_model_command", "Serve a worker as an OpenAI-compatible API."
     ),
     "pool": LazyCommand("podium.cli.pool", "app", "Keep the pool's model descriptions current."),
+    "experiment": LazyCommand(
+        "podium.cli.experiment", "app", "Run the papers' ablations from experiments/*.yaml and compare the arms."
+    ),
 }
 """Command name → where it lives; the order is the order of ``podium --help``."""
 
