@@ -210,7 +210,12 @@ def test_extract_field_validates_the_workers_json_against_the_fields(tmp_path):
 
 def test_extract_field_without_fields_or_with_an_unknown_schema_is_refused():
     pool = pool_with(["{}"], ["extract_field"], schemas={"person": {"type": "object"}})
-    for instruction, reason in (("extract the date", "needs the fields"), ("schema: invoice", "no schema named")):
+    refusals = (
+        ("extract the date", "needs the fields"),
+        ("schema: invoice", "no schema named"),
+        ("fields: name, year of birth", "cannot read the field list"),
+    )
+    for instruction, reason in refusals:
         result = perform(pool, "extract_field", instruction)
         assert result.status is Status.PARSE_ERR and reason in result.reason
     assert requests_of(pool) == [], "refused before the worker is asked"

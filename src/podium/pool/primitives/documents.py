@@ -6,8 +6,8 @@ read up to ``max_file_bytes`` and shown up to ``max_context_chars``, as the chun
 instruction, each with its line range.
 
 Where the schema comes from (extract_field, parse_structured), in this order: ``schema: NAME`` naming one of the
-pool's ``schemas``; a JSON schema written in the instruction; for extract_field, ``fields: a, b, c`` (each field
-a string, number, boolean or null); for parse_structured, any JSON object.
+pool's ``schemas``; a JSON schema written in the instruction; for extract_field, ``fields: a, b, c`` (names without
+spaces, each field a string, number, boolean or null); for parse_structured, any JSON object.
 """
 
 import json
@@ -25,7 +25,7 @@ from podium.pool.tool import ToolOutput
 
 _SCHEMA_NAME = re.compile(r"\bschema\s*[:=]\s*([A-Za-z_][A-Za-z0-9_.\-]*)")
 _FIELDS = re.compile(r"\bfields?\s*[:=]\s*([^\n]+)", re.IGNORECASE)
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_ .\-]*$")
+_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 SCALAR = {"type": ["string", "number", "integer", "boolean", "null"]}
 
