@@ -163,3 +163,22 @@ def test_the_diversity_switch_removes_exactly_the_diversity_reward():
         0
     ]
     assert with_div - without == pytest.approx(1.0), "1.5+ calls per round and 3 tools: R_div = 1"
+
+
+def test_a_finished_training_stage_is_reused_only_with_the_same_config(tmp_path):
+    from podium.experiments.training import _stage
+    from podium.train.sft import TrainResult
+
+    def train():
+        return TrainResult(tmp_path / "sft", 3, [{"loss": 0.5, "epoch": 1.0}, {"train_runtime": 9.0}])
+
+    def never():
+        raise AssertionError("a finished stage must not train again")
+
+    said = []
+    first = _stage("sft", tmp_path, said.append, {"learning_rate": 1e-5}, train)
+    assert (first.steps, first.last) == (3, {"loss": 0.5, "epoch": 1.0})
+    again = _stage("sft", tmp_path, said.append, {"learning_rate": 1e-5}, never)
+    assert again == first and "done earlier" in said[-1]
+    with pytest.raises(ConfigError, match="another sft config"):
+        _stage("sft", tmp_path, said.append, {"learning_rate": 2e-5}, never)

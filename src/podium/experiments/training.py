@@ -28,18 +28,20 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class StageRecord:
-    """What a finished training stage left: where the model went, its steps and its last logged values."""
+    """What a finished training stage left: where the model went, its steps, its last logged values, and the
+    config it was trained with (a rerun with another config is refused rather than reusing the model)."""
 
     stage: str
     path: str
     steps: int
     last: dict[str, float]
+    config: dict[str, Any]
 
     @classmethod
-    def of(cls, stage: str, result: TrainResult) -> "StageRecord":
+    def of(cls, stage: str, result: TrainResult, config: dict[str, Any]) -> "StageRecord":
         logged = [entry for entry in result.log if "loss" in entry or "reward" in entry]
         last = {k: float(v) for k, v in (logged[-1] if logged else {}).items() if isinstance(v, int | float)}
-        return cls(stage, str(result.path), result.steps, last)
+        return cls(stage, str(result.path), result.steps, last, config)
 
 
 def train_arm(
@@ -57,26 +59,31 @@ def train_arm(
         teacher = training.teacher.system or arm.system
         trajectories = [str(teach(experiment, training, {**teacher, "name": "teacher"}, benchmark, directory, say))]
     if training.sft is not None:
-        config = training.sft_config(str(directory / "sft"), trajectories)
-        records.append(_stage("sft", directory, say, lambda: run_sft(config)))
+        sft = training.sft_config(str(directory / "sft"), trajectories)
+        records.append(_stage("sft", directory, say, sft.model_dump(mode="json"), lambda: run_sft(sft)))
     if training.grpo is not None:
         from podium.train.grpo import run_grpo  # subclasses TRL's trainer at import: only when GRPO runs
 
         tasks = directory / "tasks.jsonl"
         tasks.write_text("".join(item.model_dump_json() + "\n" for item in train_items), encoding="utf-8")
         start = records[-1].path if records else None
-        config = training.grpo_config(str(directory / "grpo"), str(tasks), start)
-        records.append(_stage("grpo", directory, say, lambda: run_grpo(config)))
+        grpo = training.grpo_config(str(directory / "grpo"), str(tasks), start)
+        records.append(_stage("grpo", directory, say, grpo.model_dump(mode="json"), lambda: run_grpo(grpo)))
     return records
 
 
-def _stage(stage: str, directory: Path, say: Say, run: Callable[[], TrainResult]) -> StageRecord:
+def _stage(
+    stage: str, directory: Path, say: Say, config: dict[str, Any], run: Callable[[], TrainResult]
+) -> StageRecord:
     done = directory / f"{stage}.done.json"
     if done.exists():
+        record = StageRecord(**json.loads(done.read_text(encoding="utf-8")))
+        if record.config != config:
+            raise ConfigError(f"{done} was trained with another {stage} config; use another --out for a new run")
         say(f"{stage}: done earlier ({done})")
-        return StageRecord(**json.loads(done.read_text(encoding="utf-8")))
+        return record
     say(f"{stage}: training…")
-    record = StageRecord.of(stage, run())
+    record = StageRecord.of(stage, run(), config)
     done.write_text(json.dumps(vars(record), indent=2) + "\n", encoding="utf-8")
     say(f"{stage}: {record.steps} steps → {record.path}")
     return record
@@ -113,7 +120,8 @@ def teach(
     ]
     say(f"teacher: kept {len(kept)} of {len(records)} trajectories ({keep})")
     if not kept:
-        raise ConfigError(f"the teacher left no {keep} trajectory to fine-tune on (see {out}); try keep: answered")
+        looser = {"correct": "answered or all", "answered": "all"}.get(keep, "a stronger teacher")
+        raise ConfigError(f"the teacher left no {keep} trajectory to fine-tune on (see {out}); try keep: {looser}")
     path = directory / "sft-data.jsonl"
     write_trajectories(path, kept, append=False)  # a rerun rewrites it, never doubles it
     return path
