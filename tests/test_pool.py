@@ -107,10 +107,11 @@ def test_pool_table_lists_members_with_prices_and_primitives():
         PoolConfig(workers=[scripted("a", ["x"], primitives=["reason", "execute_python"])], roles=["ensemble_solver"])
     )
     table = pool.table()
-    assert "| a | model |" in table and "reason, execute_python" in table
+    assert "| a | model |" in table and "reason, execute_python (+$8.3e-06/s)" in table
     assert "| python | tool |" in table and "$8.3e-06/s" in table
     assert "| ensemble_solver | role |" in table and "4 cost units" in table
-    assert pool.admissible_pairs()[("a", "execute_python")].input_per_mtok == 1e6
+    pair = pool.admissible_pairs()[("a", "execute_python")]
+    assert pair.model.input_per_mtok == 1e6 and pair.tool.per_second_usd == pytest.approx(8.3e-06)
 
 
 def test_standard_reasoner_defaults_to_the_episode_question():

@@ -43,6 +43,10 @@ README_COMMANDS: dict[str, list[str]] = {
     ],
     "podium report runs/gsm8k --out report/": [],
     "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500": [],
+    "podium experiment check experiments/*.yaml": [],
+    "podium eval --benchmark tau2_retail --system examples/systems/embedded-orchestrator.yaml --limit 1 --out "
+    "runs/retail --tau2-results runs/retail.json": [],
+    "podium env score runs/retail.json": [],
 }
 """README command → arguments the test appends (a later option wins over the README's)."""
 

@@ -121,8 +121,11 @@ def test_dag_runs_ready_nodes_and_feeds_parents_to_children() -> None:
     trajectory = run(scripted_pool(), backend, policy="dag")
     one, two, three = trajectory.turns[0].results
     assert [r.call.id for r in (one, two, three)] == ["subtask-1", "subtask-2", "subtask-3"]
-    assert one.call.name == "standard_reasoner" and one.call.arguments["model"] == "alpha"
-    assert '<obs subtask="1">' in three.call.arguments["subtask"] and "add them" in three.call.arguments["subtask"]
+    assert one.call.name == "reason" and one.call.arguments["model"] == "alpha"
+    assert three.call.name == "direct_answer" and three.call.arguments["instruction"] == "add them"
+    assert (
+        '<obs subtask="1">' in three.call.arguments["inputs"] and '<obs subtask="2">' in three.call.arguments["inputs"]
+    )
     assert '<obs subtask="3" status="OK">' in trajectory.messages[3].content
     assert trajectory.answer == "42" and trajectory.stop_reason is StopReason.ANSWER
 
@@ -175,7 +178,7 @@ def test_dag_replan_needs_verify_and_a_higher_round() -> None:
     assert "before answering or replanning" in (trajectory.turns[1].parse_error or "")
     assert "must be greater than the last round 1" in (trajectory.turns[2].parse_error or "")
     (redo,) = trajectory.turns[3].results
-    assert '<obs subtask="1">' in redo.call.arguments["subtask"], "a parent from an earlier round feeds the node"
+    assert '<obs subtask="1">' in redo.call.arguments["inputs"], "a parent from an earlier round feeds the node"
     assert trajectory.answer == "42"
 
 

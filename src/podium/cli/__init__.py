@@ -44,6 +44,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "podium.cli.serve", "serve_command", "Serve orchestrators as OpenAI-compatible models (one episode a request)."
     ),
     "mcp": LazyCommand("podium.cli.mcp", "app", "Expose the pool's tools to MCP clients (podium mcp serve)."),
+    "pool": LazyCommand("podium.cli.pool", "app", "Keep the pool's model descriptions current."),
+    "experiment": LazyCommand(
+        "podium.cli.experiment", "app", "Run the papers' ablations from experiments/*.yaml and compare the arms."
+    ),
 }
 """Command name → where it lives; the order is the order of ``podium --help``."""
 

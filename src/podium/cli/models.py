@@ -1,8 +1,6 @@
 """Model commands: ask one worker, describe a worker from evidence, serve a worker over HTTP."""
 
 import asyncio
-import json
-import random
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +10,7 @@ from podium.backends.base import BackendError
 from podium.cli.common import PoolOption, console, errors, fail, open_pool
 from podium.core.messages import Message
 from podium.errors import ConfigError
-from podium.evaluate.describe import run_tasks, write_description
+from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
 
 
 def ask_command(
@@ -47,55 +45,38 @@ def describe_model_command(
     worker: Annotated[str, typer.Argument(help="The worker to describe.")],
     tasks: Annotated[Path, typer.Option("--tasks", help="JSONL of tasks with 'question' and 'answer' fields.")],
     pool: PoolOption = None,
-    describer: Annotated[str | None, typer.Option("--describer", help="Worker that writes the description.")] = None,
-    n: Annotated[int, typer.Option("-n", help="How many tasks to sample.")] = 10,
+    describer: Annotated[
+        str | None, typer.Option("--describer", help="Worker that writes the description (default: the role worker).")
+    ] = None,
+    n: Annotated[int, typer.Option("-n", min=1, help="How many tasks to sample.")] = 10,
     verifier: Annotated[str, typer.Option("--verifier", help="How answers are checked: qa, math or mc.")] = "qa",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the task sample.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Descriptions file to record it in (default: the pool's descriptions file)."),
+    ] = None,
 ) -> None:
-    """Run a worker on sampled tasks and have a describer model write its description from the evidence."""
-    from podium.graders.math import MathVerifier
-    from podium.graders.text import MultipleChoiceVerifier, QAVerifier
-
-    verifiers = {"qa": QAVerifier, "math": MathVerifier, "mc": MultipleChoiceVerifier}
-    if verifier not in verifiers:
-        raise fail(ConfigError(f"--verifier must be one of {sorted(verifiers)}"))
+    """Run a worker on sampled tasks and have a describer model write its description from the evidence; with a
+    descriptions file (--out, or the pool's), record it there with its provenance for pools to load."""
     built = open_pool(pool)
-    for name in (worker, describer or worker):
-        if name not in built.backends:
-            raise fail(ConfigError(f"no worker '{name}' (workers: {', '.join(built.backends)})"))
-    rows = read_tasks(tasks)
-    sample = random.Random(seed).sample(rows, min(n, len(rows)))
+    request = DescriptionRequest(tasks, describer, n, verifier, seed)
 
-    async def describe() -> tuple[str, int]:
-        runs = await run_tasks(built.backends[worker], sample, verifiers[verifier]())
-        return await write_description(built.backends[describer or worker], runs), sum(r.correct for r in runs)
+    def progress(step: str) -> None:
+        errors.print(f"{worker}: {step}", highlight=False)
 
     try:
-        description, solved = asyncio.run(describe())
+        entry = asyncio.run(describe_worker(built, worker, request, progress))
+    except ConfigError as error:
+        raise fail(error) from error
     except BackendError as error:
         raise fail(error, code=1) from error
-    errors.print(f"{worker} solved {solved} of {len(sample)} sampled tasks", highlight=False)
-    console.print(description, markup=False, highlight=False, soft_wrap=True)
-
-
-def read_tasks(path: Path) -> list[tuple[str, str]]:
-    """(question, answer) pairs from a JSONL file; a bad line is a ConfigError naming the line."""
-    rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise fail(ConfigError(f"cannot read {path}: {error.strerror}")) from error
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            rows.append((str(record["question"]), str(record["answer"])))
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise fail(ConfigError(f"{path}:{number}: needs a JSON object with 'question' and 'answer'")) from error
-    if not rows:
-        raise fail(ConfigError(f"{path}: no tasks"))
-    return rows
+    provenance = entry.provenance
+    errors.print(f"{worker} solved {provenance.solved} of {len(provenance.task_ids)} sampled tasks", highlight=False)
+    target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
+    if target is not None:
+        record_description(target, worker, entry)
+        errors.print(f"recorded in {target}", highlight=False)
+    console.print(entry.description, markup=False, highlight=False, soft_wrap=True)
 
 
 def serve_model_command(

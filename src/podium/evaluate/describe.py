@@ -1,12 +1,28 @@
-"""Model descriptions written from evidence (ToolOrchestra §3.1): run the model on sample tasks, then let a
-describer model read the instructions, outputs and success flags and write what the model is good at."""
+"""Model descriptions written from evidence (ToolOrchestra §3.1): run the model on sampled tasks, then let a
+describer model read the instructions, outputs and success flags and write what the model is good at. The result
+is recorded, with its provenance, in a descriptions file that pools load (:mod:`podium.pool.descriptions`);
+refreshing re-describes every worker of a pool on the same sample (ParaManager §5.5: when the pool changes)."""
 
+import hashlib
+import json
+import os
+import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.answers import extract_answer
 from podium.core.messages import Message
+from podium.errors import ConfigError
+from podium.graders.math import MathVerifier
+from podium.graders.text import MultipleChoiceVerifier, QAVerifier
 from podium.graders.verdict import Verifier
+from podium.pool.descriptions import Provenance, WorkerDescription, read_descriptions, worker_fingerprint
+from podium.pool.pool import Pool
 
 DESCRIBER_PROMPT = (
     "You write short, factual descriptions of language models for an orchestrator that decides which model "
@@ -15,6 +31,18 @@ DESCRIBER_PROMPT = (
     "be given. Do not mention the model's name."
 )
 MAX_OUTPUT_CHARS = 1500
+VERIFIERS: dict[str, Callable[[], Verifier]] = {"qa": QAVerifier, "math": MathVerifier, "mc": MultipleChoiceVerifier}
+"""How a description's tasks may be checked."""
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task of a tasks file: its line number (from 1), question and gold answer."""
+
+    line: int
+    question: str
+    answer: str
 
 
 @dataclass(frozen=True)
@@ -26,12 +54,39 @@ class DescribedTask:
     correct: bool
 
 
+def read_tasks(path: str | Path) -> list[TaskRow]:
+    """The tasks of a JSONL file with ``question`` and ``answer`` fields; a bad line is a ConfigError naming it."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from error
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            rows.append(TaskRow(number, str(record["question"]), str(record["answer"])))
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ConfigError(f"{path}:{number}: needs a JSON object with 'question' and 'answer'") from error
+    if not rows:
+        raise ConfigError(f"{path}: no tasks")
+    return rows
+
+
 async def run_tasks(
-    model: ChatBackend, tasks: list[tuple[str, str]], verifier: Verifier, *, max_tokens: int = 512
+    model: ChatBackend,
+    tasks: list[tuple[str, str]],
+    verifier: Verifier,
+    *,
+    max_tokens: int = 512,
+    progress: Progress | None = None,
 ) -> list[DescribedTask]:
     """Run ``model`` on (question, gold) pairs and judge each answer; a failed call counts as incorrect."""
     runs = []
-    for question, gold in tasks:
+    for index, (question, gold) in enumerate(tasks, 1):
+        if progress is not None:
+            progress(f"task {index}/{len(tasks)}")
         try:
             generation = await model.generate([Message(role="user", content=question)], max_tokens=max_tokens)
             output = generation.text
@@ -56,3 +111,64 @@ async def write_description(describer: ChatBackend, runs: list[DescribedTask], *
         [Message(role="system", content=DESCRIBER_PROMPT), Message(role="user", content=user)], max_tokens=max_tokens
     )
     return generation.text.strip()
+
+
+@dataclass(frozen=True)
+class DescriptionRequest:
+    """What to describe workers on: a tasks file, how many to sample and how to judge them, and who writes."""
+
+    tasks: Path
+    describer: str | None = None
+    """The worker that writes; default: the pool's role worker, else its first worker."""
+    n: int = 10
+    verifier: str = "qa"
+    seed: int = 0
+
+    def sample(self) -> list[TaskRow]:
+        """The seeded sample of ``n`` tasks (the same for every worker of a refresh)."""
+        if self.verifier not in VERIFIERS:
+            raise ConfigError(f"verifier: '{self.verifier}' is not one of {sorted(VERIFIERS)}")
+        rows = read_tasks(self.tasks)
+        return random.Random(self.seed).sample(rows, min(self.n, len(rows)))
+
+
+async def describe_worker(
+    pool: Pool, worker: str, request: DescriptionRequest, progress: Progress | None = None
+) -> WorkerDescription:
+    """Run ``worker`` on the request's sample and have the describer write its description, with provenance."""
+    describer = request.describer or pool.config.role_worker or pool.config.workers[0].name
+    for name in (worker, describer):
+        if name not in pool.backends:
+            raise ConfigError(f"no worker '{name}' (workers: {', '.join(pool.backends)})")
+    sample = request.sample()
+    tasks = [(row.question, row.answer) for row in sample]
+    runs = await run_tasks(pool.backends[worker], tasks, VERIFIERS[request.verifier](), progress=progress)
+    text = await write_description(pool.backends[describer], runs)
+    if not text:
+        raise BackendError(f"the describer '{describer}' wrote an empty description")
+    provenance = Provenance(
+        tasks=str(request.tasks),
+        tasks_sha256=hashlib.sha256(request.tasks.read_bytes()).hexdigest(),
+        task_ids=[row.line for row in sample],
+        solved=sum(run.correct for run in runs),
+        verifier=request.verifier,
+        describer=f"{describer} ({pool.backends[describer].model})",
+        written_at=datetime.now(tz=UTC).isoformat(timespec="seconds"),
+        worker_sha256=worker_fingerprint(pool.workers[worker]),
+    )
+    return WorkerDescription(description=text, provenance=provenance)
+
+
+def record_description(path: str | Path, worker: str, entry: WorkerDescription) -> None:
+    """Write ``entry`` for ``worker`` into the descriptions file at ``path`` (YAML, or JSON for a ``.json`` name),
+    keeping the other workers' entries; the file is replaced atomically."""
+    path = Path(path)
+    descriptions = read_descriptions(path)
+    descriptions.workers[worker] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = descriptions.model_dump(mode="json")
+    as_json = path.suffix.lower() == ".json"
+    text = json.dumps(data, indent=2) + "\n" if as_json else yaml.safe_dump(data, sort_keys=False)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

@@ -27,8 +27,10 @@ from podium.policies.serial import SerialPolicy
 PolicyName = Literal["serial", "parallel", "dag", "route"]
 
 
-def build_policy(name: PolicyName) -> Policy:
-    """The policy called ``name`` with the papers' defaults."""
+def build_policy(name: PolicyName, *, lazy: bool = True) -> Policy:
+    """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
+    (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
+    remove."""
     policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
@@ -37,6 +39,10 @@ def build_policy(name: PolicyName) -> Policy:
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
+    if name == "dag":
+        return DagPolicy(lazy=lazy)
+    if not lazy:
+        raise ValueError(f"lazy: false (forced decomposition) applies to the dag policy, not to '{name}'")
     return policies[name]()
 
 

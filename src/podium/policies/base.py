@@ -124,6 +124,11 @@ class Dispatcher(Protocol):
         """Have the frozen summarizer model write the answer from the episode's history."""
         ...
 
+    async def route(self, call: ToolCall) -> ToolResult:
+        """Run a routed (worker, primitive) pair: a call of the pool's primitive tool named after the primitive,
+        budgeted, timed and recorded like any other call."""
+        ...
+
 
 def refused(call: ToolCall, status: Status, refusal: Refusal | None, reason: str) -> ToolResult:
     """A result for a call that was never run."""

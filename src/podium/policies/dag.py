@@ -38,6 +38,7 @@ from podium.policies.base import (
 )
 from podium.policies.hermes import escape_protocol_tags
 from podium.pool.primitives import PRIMITIVES, primitive_call
+from podium.pool.primitives.tools import PERFORMERS
 
 SUBTASK_CALL_PREFIX = "subtask-"
 """Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""
@@ -56,9 +57,12 @@ GRAMMAR_NODES = 4
 """Most subtasks per plan that the decoding grammar allows (the validator allows ``max_subtasks``): bounded
 repetitions keep a small model from listing subtasks until its token budget runs out."""
 
-DAG_PROMPT = """You are an orchestrator that delegates selectively. For an easy question answer at once:
+LAZY_OPENING = """You are an orchestrator that delegates selectively. For an easy question answer at once:
 <final_answer>ANSWER</final_answer>
-Otherwise decompose it into subtasks and route each to a (model, skill) pair from the pool:
+Otherwise decompose it into subtasks and route each to a (model, skill) pair from the pool:"""
+FORCED_OPENING = """You are an orchestrator that delegates. First decompose the question into subtasks and route each \
+to a (model, skill) pair from the pool; answer only after their results come back:"""
+DAG_PROMPT = """{opening}
 <plan round="1">
 <subtask id="1">first subtask</subtask>
 <subtask id="2" depends_on="1">a subtask that needs the result of 1</subtask>
@@ -72,8 +76,10 @@ and each receives its parents' results. Results come back as <obs subtask="k"> b
 <verify>...</verify> and either give <final_answer>ANSWER</final_answer> or write <replan/> inside <verify> and \
 a new <plan> with a higher round number. Give exactly one final answer, a single short string.
 
-The pool (model, description, price, skills):
+The pool (model, description, price, skills with their own price on top of the model's tokens):
 {table}
+
+Skills: {skills}
 
 Admissible (model, skill) pairs: {pairs}"""
 
@@ -89,19 +95,28 @@ class _Element:
 
 
 class DagPolicy(Policy):
-    """Lazy answers or plans of subtasks with routes, validated rule by rule; at most 8 turns."""
+    """Lazy answers or plans of subtasks with routes, validated rule by rule; at most 8 turns. With
+    ``lazy=False`` (forced decomposition, Uno's ablation) the first turn must be a plan: the direct-answer branch
+    leaves the prompt, the grammar and the validator (unless the pool admits no pair at all)."""
 
     name = "dag"
     max_turns = 8
 
-    def __init__(self, max_subtasks: int = 16) -> None:
+    def __init__(self, max_subtasks: int = 16, lazy: bool = True) -> None:
         if max_subtasks < 1:
             raise ValueError("max_subtasks must be at least 1")
         self.max_calls_per_round = max_subtasks
+        self.lazy = lazy
 
     def system_prompt(self, view: PoolView) -> str:
         pairs = ", ".join(f"({model}, {skill})" for model, skill in sorted(view.admissible)) or "none"
-        return DAG_PROMPT.format(table=view.table, pairs=pairs)
+        offered = sorted({skill for _, skill in view.admissible}, key=PRIMITIVES.index)
+        skills = "; ".join(f"{skill}: {PERFORMERS[skill].summary}" for skill in offered) or "none"
+        opening = LAZY_OPENING if self._may_answer_at_once(view) else FORCED_OPENING
+        return DAG_PROMPT.format(opening=opening, table=view.table, skills=skills, pairs=pairs)
+
+    def _may_answer_at_once(self, view: PoolView) -> bool:
+        return self.lazy or not view.admissible
 
     def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
         elements = _elements(text)
@@ -124,6 +139,8 @@ class DagPolicy(Policy):
             raise ActionParseError(
                 "after observations, check them in <verify>…</verify> before answering or replanning"
             )
+        if answers and not earlier and not self._may_answer_at_once(view):
+            raise ActionParseError("decomposition is forced: the first turn is a <plan>, the answer comes after it")
         if answers:
             answer = answers[0].body.strip()
             if not answer:
@@ -160,7 +177,9 @@ class DagPolicy(Policy):
         check = free_text("[^<]", 0, limits.thinking)
         plan = self._plan_grammar(view, earlier, limits)
         if not earlier:
-            return answer if plan is None else choice(answer, plan)
+            if plan is None:
+                return answer
+            return choice(answer, plan) if self._may_answer_at_once(view) else plan
         verified = sequence(literal("<verify>"), check, literal("</verify>\n"), answer)
         if plan is None:
             return verified
@@ -331,19 +350,16 @@ def earlier_observations(history: Sequence[Turn]) -> dict[int, str]:
     }
 
 
-def node_task(subtask: Subtask, route: Route, parents: dict[int, str]) -> str:
-    """What the worker is asked: the route's instruction (or the subtask) and its parents' results."""
-    task = route.instruction or subtask.description
-    if not parents:
-        return task
-    evidence = "\n".join(
+def node_inputs(parents: dict[int, str]) -> str:
+    """What a node works on besides its instruction: its parents' results, as ``<obs>`` blocks."""
+    return "\n".join(
         f'<obs subtask="{parent}">\n{escape_protocol_tags(text)}\n</obs>' for parent, text in parents.items()
     )
-    return f"{task}\n\nResults of the subtasks this one depends on:\n{evidence}"
 
 
 async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) -> list[ToolResult]:
-    """Run every node of ``plan`` as soon as its parents finish, each as its routed (worker, primitive) pair;
+    """Run every node of ``plan`` as soon as its parents finish, each as its routed (worker, primitive) pair (the
+    pool's primitive tool, given the route's instruction and the parents' results);
     ``earlier`` holds observations of subtasks from previous rounds. Results come back in plan order."""
     nodes: dict[int, asyncio.Task[ToolResult]] = {}
 
@@ -356,9 +372,10 @@ async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) ->
             else:
                 parents[parent] = earlier[parent]
         route = plan.routes[subtask.id]
-        task = node_task(subtask, route, parents)
+        instruction = route.instruction or subtask.description
         call_id = f"{SUBTASK_CALL_PREFIX}{subtask.id}"
-        return await dispatch.call(primitive_call(route.model, route.skill, task, dispatch.registry, call_id))
+        call = primitive_call(route.model, route.skill, instruction, node_inputs(parents), call_id)
+        return await dispatch.route(call)
 
     for subtask in plan.subtasks:  # emission order is topological: parents are created first
         nodes[subtask.id] = asyncio.create_task(run_node(subtask))

@@ -1,6 +1,7 @@
-"""The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox and prices."""
+"""The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox, prices, and what primitives
+work on (attachments, API endpoints, schemas) and the file of model descriptions."""
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
@@ -11,6 +12,7 @@ from podium.costs.prices import ModelPrice
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.primitives import Primitive
+from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
 from podium.sandbox import SandboxConfig
 
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search"]
@@ -46,9 +48,11 @@ class WorkerConfig(Config):
     provider: str | None = None
     """genai-prices provider id for the price lookup (e.g. ``together``)."""
     description: str = ""
-    """What the model is good at, shown to the orchestrator (``podium describe-model`` writes one)."""
+    """What the model is good at, shown to the orchestrator; a description for this worker in the pool's
+    ``descriptions`` file (written by ``podium describe-model``) takes its place."""
     primitives: list[Primitive] = Field(default_factory=lambda: ["direct_answer", "reason"])
-    """Uno primitives this worker may be routed (its admissible (model, primitive) pairs)."""
+    """Uno primitives this worker may be routed (its admissible (model, primitive) pairs); each pair costs the
+    worker's tokens plus what the primitive uses (sandbox time, searches, API calls)."""
     max_tokens: PositiveInt = 1024
     """Completion budget of one call to this worker."""
     timeout_s: PositiveFloat = 120.0
@@ -132,6 +136,16 @@ class PoolConfig(Config):
     """Observations longer than this are truncated."""
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
     """MCP servers (stdio or streamable HTTP) whose tools join the pool as ``<name>__<tool>``."""
+    attachments: list[Attachment] = Field(default_factory=list)
+    """Files every episode's primitives may read: SQLite databases (database_query), documents and code."""
+    api_endpoints: list[ApiEndpoint] = Field(default_factory=list)
+    """The only HTTP endpoints call_api may reach (URL, method, body schema, timeout, price)."""
+    schemas: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Named JSON schemas that extract_field and parse_structured instructions may name (``schema: NAME``)."""
+    primitive_limits: PrimitiveLimits = Field(default_factory=PrimitiveLimits)
+    """Size limits of attached files, query results and API responses."""
+    descriptions: str | None = None
+    """Descriptions file (``podium describe-model --out``); a worker's entry there replaces its description."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -146,4 +160,26 @@ class PoolConfig(Config):
             raise ValueError(f"workers: names {sorted(clash)} clash with tool or role names")
         if "knowledge_searcher" in self.roles and not {"local_search", "web_search"} & set(self.tools):
             raise ValueError("roles: knowledge_searcher needs a search tool (local_search or web_search) in tools")
+        for field, items in (("attachments", self.attachments), ("api_endpoints", self.api_endpoints)):
+            repeated = sorted({i.name for i in items if [j.name for j in items].count(i.name) > 1})
+            if repeated:
+                raise ValueError(f"{field}: names must be unique, repeated: {repeated}")
+        for name, schema in self.schemas.items():
+            try:
+                checked_schema(schema)
+            except ValueError as error:
+                raise ValueError(f"schemas.{name}: {error}") from error
+        self._primitives_have_what_they_need()
         return self
+
+    def _primitives_have_what_they_need(self) -> None:
+        needs = {
+            "web_search": (bool({"local_search", "web_search"} & set(self.tools)), "a search tool in tools"),
+            "fact_check": (bool({"local_search", "web_search"} & set(self.tools)), "a search tool in tools"),
+            "call_api": (bool(self.api_endpoints), "api_endpoints to call"),
+        }
+        for index, worker in enumerate(self.workers):
+            for primitive in worker.primitives:
+                present, what = needs.get(primitive, (True, ""))
+                if not present:
+                    raise ValueError(f"workers.{index}.primitives: '{primitive}' needs {what}")

@@ -1,4 +1,5 @@
-"""What an agent role may know about the episode it serves: the question and the history so far.
+"""What an agent role or a primitive may know about the episode it serves: the question, the history so far and
+the files attached to the episode.
 
 The runtime sets :data:`current_episode` for each episode; asyncio tasks copy it, so concurrent episodes
 never see each other's state.
@@ -6,6 +7,8 @@ never see each other's state.
 
 from contextvars import ContextVar
 from dataclasses import dataclass
+
+from podium.pool.resources import Attachment
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,8 @@ class EpisodeContext:
     """The original problem (what roles answer when no subtask is given)."""
     history: str = ""
     """The conversation so far, as text, for roles that review it."""
+    attachments: tuple[Attachment, ...] = ()
+    """Files attached to this episode (on top of the pool's), for the primitives that read them."""
 
 
 current_episode: ContextVar[EpisodeContext | None] = ContextVar("podium_episode", default=None)

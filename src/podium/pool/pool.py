@@ -1,5 +1,6 @@
-"""A pool built from its config: the tool registry the orchestrator calls, the worker backends, the blind
-label mapping, and the table of members rendered into the orchestrator's system prompt."""
+"""A pool built from its config: the tool registry the orchestrator calls, the primitive tools routed DAG nodes
+run on, the worker backends, the blind label mapping, and the table of members rendered into the orchestrator's
+system prompt (with the descriptions of the pool's descriptions file, where they are fresh)."""
 
 import random
 from collections.abc import Collection
@@ -11,11 +12,15 @@ from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.factory import backend_price, build_backend
 from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
-from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
+from podium.errors import ConfigError
 from podium.pool.builtin import python_tool, symbolic_math_tool
 from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.descriptions import with_descriptions
+from podium.pool.primitives.kit import PrimitiveKit
+from podium.pool.primitives.tools import PERFORMERS, primitive_tools
 from podium.pool.registry import ToolRegistry
 from podium.pool.roles import RoleKit, role_tools
 from podium.pool.tool import Tool
@@ -41,9 +46,23 @@ class Pool:
     copies; :meth:`close` ends them)."""
     registry: ToolRegistry = field(init=False)
     """Tools, models-as-tools and roles under their shown names."""
+    helpers: ToolRegistry = field(init=False)
+    """The basic tools (and symbolic_math, always) that roles and primitives run for themselves."""
+    primitives: ToolRegistry = field(init=False)
+    """One tool per primitive some worker admits (what a routed DAG node calls); not offered as tools. They
+    charge what they use (worker tokens, sandbox time, searches, API calls), nothing for their name."""
 
     def __post_init__(self) -> None:
-        self.registry = self._registry()
+        basic = self._basic_tools()
+        # Roles and primitives run their helper tools through a registry with the pool's prices, even a tool
+        # (python for code_reasoner, symbolic_math for the primitive) that the orchestrator is not offered.
+        self.helpers = ToolRegistry(
+            basic.values(), prices=self.prices, max_observation_chars=self.config.max_observation_chars
+        )
+        if "symbolic_math" not in self.helpers:
+            self.helpers.add(symbolic_math_tool(self.sandbox))
+        self.registry = self._registry(basic)
+        self.primitives = self._primitive_registry()
 
     @property
     def workers(self) -> dict[str, WorkerConfig]:
@@ -78,22 +97,13 @@ class Pool:
             lines.append(
                 f"| {self.labels[worker.name]} | model | {worker.description or 'a language model'} | "
                 f"${price.input_per_mtok:g}/${price.output_per_mtok:g} per 1M in/out tokens | "
-                f"{', '.join(worker.primitives)} |"
+                f"{', '.join(self._priced(primitive) for primitive in worker.primitives)} |"
             )
         all_workers = set(self.labels.values())
         for spec in tools.specs():
             if spec.name in all_workers:
                 continue
-            price = self.prices.tool_price(spec.name)
-            cost = " + ".join(
-                part
-                for part in (
-                    f"${price.per_call_usd:g}/call" if price.per_call_usd else "",
-                    f"${price.per_second_usd:g}/s" if price.per_second_usd else "",
-                    f"{price.cost_units:g} cost units" if price.cost_units else "",
-                )
-                if part
-            )
+            cost = _price_text(self.prices.tool_price(spec.name))
             kind = "role" if spec.name in self.config.roles else "tool"
             lines.append(f"| {spec.name} | {kind} | {spec.description} | {cost or 'free'} | |")
         return "\n".join(lines)
@@ -102,17 +112,41 @@ class Pool:
         """End the sessions with the pool's MCP servers (stdio servers stop)."""
         self.mcp.close()
 
-    def admissible_pairs(self) -> dict[tuple[str, str], ModelPrice]:
-        """Uno's admissible (worker label, primitive) pairs with their prices."""
+    def admissible_pairs(self) -> dict[tuple[str, str], "PairPrice"]:
+        """Uno's admissible (worker label, primitive) pairs with their prices: the worker's tokens plus what the
+        primitive itself pays for."""
         return {
-            (self.labels[worker.name], primitive): self.backends[worker.name].price
+            (self.labels[worker.name], primitive): PairPrice(
+                self.backends[worker.name].price, self.tool_price(primitive)
+            )
             for worker in self.config.workers
             for primitive in worker.primitives
         }
 
-    def _registry(self) -> ToolRegistry:
+    def tool_price(self, primitive: str) -> ToolPrice:
+        """What a primitive pays for on top of the worker's tokens: sandbox time (python or symbolic_math), one
+        search per query (the pool's search tool), one request (the dearest API endpoint)."""
+        performer = PERFORMERS[primitive]
+        if performer.sandbox_runs:
+            return self.prices.tool_price("symbolic_math" if primitive == "symbolic_math" else "python")
+        if performer.searches and self.search_tool is not None:
+            return self.prices.tool_price(self.search_tool)
+        if primitive == "call_api" and self.config.api_endpoints:
+            return max((e.price for e in self.config.api_endpoints), key=lambda p: (p.per_call_usd, p.per_second_usd))
+        return ToolPrice()
+
+    @property
+    def search_tool(self) -> str | None:
+        """The search tool web_search and fact_check use: ``web_search`` if the pool has it, else ``local_search``."""
+        return next((name for name in ("web_search", "local_search") if name in self.config.tools), None)
+
+    def _priced(self, primitive: str) -> str:
+        price = self.tool_price(primitive)
+        extra = _price_text(price)
+        return f"{primitive} (+{extra})" if extra else primitive
+
+    def _basic_tools(self) -> dict[str, Tool]:
         config = self.config
-        registry = ToolRegistry(prices=self.prices, max_observation_chars=config.max_observation_chars)
         basic: dict[str, Tool] = {}
         if "python" in config.tools or "code_reasoner" in config.roles:
             basic["python"] = python_tool(self.sandbox)
@@ -122,6 +156,11 @@ class Pool:
             basic["local_search"] = local_search_tool(config.local_search)
         if "web_search" in config.tools:
             basic["web_search"] = web_search_tool(config.web_search)
+        return basic
+
+    def _registry(self, basic: dict[str, Tool]) -> ToolRegistry:
+        config = self.config
+        registry = ToolRegistry(prices=self.prices, max_observation_chars=config.max_observation_chars)
         for name in config.tools:
             if name in basic:
                 registry.add(basic[name])
@@ -136,11 +175,31 @@ class Pool:
                 registry.add(tool)
         return registry
 
+    def _primitive_registry(self) -> ToolRegistry:
+        config = self.config
+        kit = PrimitiveKit(
+            config=config,
+            backends={self.labels[name]: backend for name, backend in self.backends.items()},
+            workers={self.labels[worker.name]: worker for worker in config.workers},
+            sandbox=self.sandbox,
+            prices=self.prices,
+            run_tool=self.helpers.call,
+            symbolic_math=self.helpers.get("symbolic_math"),
+            search_tool=self.search_tool,
+        )
+        admitted = {
+            primitive: [self.labels[w.name] for w in config.workers if primitive in w.primitives]
+            for primitive in PERFORMERS
+        }
+        # The primitive tools are free by name: they charge what they use, already priced in their outputs.
+        free = PriceCatalog(use_genai_prices=False)
+        return ToolRegistry(
+            primitive_tools(kit, admitted), prices=free, max_observation_chars=config.max_observation_chars
+        )
+
     def _role_kit(self, registry: ToolRegistry, basic: dict[str, Tool]) -> RoleKit:
         config = self.config
-        # Roles run their helper tools through a registry with the pool's prices, even a tool (python for
-        # code_reasoner) that the orchestrator itself is not offered.
-        helpers = ToolRegistry(basic.values(), prices=self.prices, max_observation_chars=config.max_observation_chars)
+        helpers = self.helpers
 
         async def run_tool(call: ToolCall) -> ToolResult:
             return await (registry if call.name in registry else helpers).call(call)
@@ -159,6 +218,23 @@ class Pool:
         )
 
 
+@dataclass(frozen=True)
+class PairPrice:
+    """The price of an admissible (worker, primitive) pair: the worker's tokens and the primitive's own use."""
+
+    model: ModelPrice
+    tool: ToolPrice
+
+
+def _price_text(price: ToolPrice) -> str:
+    parts = (
+        f"${price.per_call_usd:g}/call" if price.per_call_usd else "",
+        f"${price.per_second_usd:g}/s" if price.per_second_usd else "",
+        f"{price.cost_units:g} cost units" if price.cost_units else "",
+    )
+    return " + ".join(part for part in parts if part)
+
+
 def blind_labels(config: PoolConfig, seed: int) -> dict[str, str]:
     """Worker name → anonymous label, a seeded random assignment (``Worker1..K`` or pseudonyms)."""
     names = [worker.name for worker in config.workers]
@@ -173,7 +249,9 @@ def blind_labels(config: PoolConfig, seed: int) -> dict[str, str]:
 
 
 def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
-    """Build every backend and tool of ``config`` (prices: Podium's sheet, the pool's file, then ``prices``)."""
+    """Build every backend and tool of ``config`` (prices: Podium's sheet, the pool's file, then ``prices``;
+    descriptions: the pool's descriptions file where fresh; attachments bound read-only into its sandbox)."""
+    config = with_descriptions(_with_attachments(config))
     catalog = PriceCatalog.for_run(config.prices)
     if prices is not None:
         catalog = catalog.merged(prices)
@@ -187,14 +265,35 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
     return Pool(config, mcp.priced(catalog), Sandbox(config.sandbox), backends, labels, mcp)
 
 
+def _with_attachments(config: PoolConfig) -> PoolConfig:
+    """``config`` with absolute attachment paths, each checked to be a file and bound read-only into the sandbox
+    (a relative path is taken from the current directory; :func:`load_pool_config` resolves it from the file)."""
+    if not config.attachments:
+        return config
+    attachments = [attachment.resolved(Path.cwd()) for attachment in config.attachments]
+    for index, attachment in enumerate(attachments):
+        if not Path(attachment.path).is_file():
+            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
+    paths = [
+        *config.sandbox.read_only_paths,
+        *(a.path for a in attachments if a.path not in config.sandbox.read_only_paths),
+    ]
+    sandbox = config.sandbox.model_copy(update={"read_only_paths": paths})
+    return config.model_copy(update={"attachments": attachments, "sandbox": sandbox})
+
+
 def load_pool_config(path: str | Path) -> PoolConfig:
-    """Read a pool YAML; relative ``prices`` and worker ``adapter`` paths are taken relative to the pool file."""
+    """Read a pool YAML; relative ``prices``, ``descriptions``, attachment and worker ``adapter`` paths are taken
+    relative to the pool file."""
     data = read_structured_file(path)
-    if isinstance(data, dict) and isinstance(data.get("prices"), str):
-        data["prices"] = str((Path(path).parent / data["prices"]).resolve())
-    for worker in data.get("workers", []) if isinstance(data, dict) else []:
-        if isinstance(worker, dict) and isinstance(worker.get("adapter"), str):
-            worker["adapter"] = str((Path(path).parent / worker["adapter"]).resolve())
+    if isinstance(data, dict):
+        for key in ("prices", "descriptions"):
+            if isinstance(data.get(key), str):
+                data[key] = str((Path(path).parent / data[key]).resolve())
+        for section, key in (("attachments", "path"), ("workers", "adapter")):
+            for entry in data.get(section) or []:
+                if isinstance(entry, dict) and isinstance(entry.get(key), str):
+                    entry[key] = str((Path(path).parent / entry[key]).resolve())
     return PoolConfig.from_dict(data, source=str(path))
 
 

@@ -27,6 +27,8 @@ class ParaManagerWeights:
     """L_tar: token length under which R_len is 1; it falls linearly to 0 at twice this."""
     target_cost_units: float = 8.0
     """C_tar: cost units under which R_cost is 1; it falls linearly to 0 at twice this."""
+    diversity: bool = True
+    """Whether R_div counts; off, it is 0 (the paper's ablation without the diversity reward)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,6 @@ def paramanager_reward(
     return ParaManagerReward(
         task=1.0 if correct else 0.0,
         format=fmt,
-        diversity=0.5 * (parallel + variety),
+        diversity=0.5 * (parallel + variety) if weights.diversity else 0.0,
         efficiency=efficiency,
     )

@@ -37,9 +37,10 @@ def toolorchestra(tools: Sequence[str], preference: Preference | None = None) ->
     return reward
 
 
-def paramanager(target_tokens: int = 12_288, target_cost_units: float = 8.0) -> RewardFunction:
-    """ParaManager (SPEC §5.2): R_task + R_fmt + R_div + R_eff with the length and cost targets."""
-    weights = ParaManagerWeights(target_tokens=target_tokens, target_cost_units=target_cost_units)
+def paramanager(target_tokens: int = 12_288, target_cost_units: float = 8.0, diversity: bool = True) -> RewardFunction:
+    """ParaManager (SPEC §5.2): R_task + R_fmt + R_div + R_eff with the length and cost targets; ``diversity=False``
+    drops R_div (the ablation)."""
+    weights = ParaManagerWeights(target_tokens=target_tokens, target_cost_units=target_cost_units, diversity=diversity)
 
     def reward(trajectories: Sequence[Trajectory], correct: Sequence[bool]) -> list[float]:
         return [paramanager_reward(t, ok, weights).total for t, ok in zip(trajectories, correct, strict=True)]

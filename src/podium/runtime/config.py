@@ -14,6 +14,9 @@ class RunConfig(Config):
 
     policy: PolicyName = "serial"
     """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds) or ``dag`` (Uno-Orchestra)."""
+    lazy: bool = True
+    """``dag`` only: the orchestrator may answer at once (Uno's lazy mode); false forces a plan first (forced
+    decomposition, the ablation)."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None

@@ -24,6 +24,7 @@ from podium.costs.ledger import Ledger, Refused
 from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, refused
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
+from podium.pool.resources import Attachment
 from podium.runtime.config import RunConfig
 
 DEADLINE_GRACE_S = 0.5
@@ -36,12 +37,15 @@ Respond = Callable[[str], Awaitable[str | None]]
 
 class EpisodeDispatcher:
     """The calls of one episode: each reserves its cost bound in the ledger, runs within the deadline and settles
-    its cost; the episode context (question, history) is set for the agent roles it runs."""
+    its cost; the episode context (question, history, attachments) is set for the roles and primitives it runs."""
 
-    def __init__(self, episode: "Episode", registry: ToolRegistry, summarizer: ToolRegistry) -> None:
+    def __init__(
+        self, episode: "Episode", registry: ToolRegistry, summarizer: ToolRegistry, primitives: ToolRegistry
+    ) -> None:
         self.episode = episode
         self.registry = registry
         self.summarizer = summarizer
+        self.primitives = primitives
 
     async def call(self, call: ToolCall) -> ToolResult:
         return await self._metered(call, self.registry)
@@ -51,6 +55,9 @@ class EpisodeDispatcher:
 
     async def summarize(self, call: ToolCall) -> ToolResult:
         return await self._metered(call, self.summarizer)
+
+    async def route(self, call: ToolCall) -> ToolResult:
+        return await self._metered(call, self.primitives)
 
     async def _metered(self, call: ToolCall, registry: ToolRegistry) -> ToolResult:
         ledger = self.episode.ledger
@@ -81,6 +88,8 @@ class Episode:
         view: PoolView,
         registry: ToolRegistry,
         summarizer: ToolRegistry,
+        primitives: ToolRegistry,
+        attachments: tuple[Attachment, ...],
         config: RunConfig,
         budget: Budget,
         constrained: bool,
@@ -92,7 +101,8 @@ class Episode:
         self.orchestrator = orchestrator
         self.policy = policy
         self.view = view
-        self.dispatch = EpisodeDispatcher(self, registry, summarizer)
+        self.attachments = attachments
+        self.dispatch = EpisodeDispatcher(self, registry, summarizer, primitives)
         self.config = config
         self.constrained = constrained
         self.respond = respond
@@ -242,7 +252,8 @@ class Episode:
     def context(self) -> Iterator[None]:
         """Sets :data:`current_episode` for a call (tasks copy it), restored afterwards."""
         history = "\n\n".join(f"[{m.role}]\n{m.content}" for m in self.trajectory.messages[1:])
-        token = current_episode.set(EpisodeContext(question=self.question, history=history))
+        context = EpisodeContext(question=self.question, history=history, attachments=self.attachments)
+        token = current_episode.set(context)
         try:
             yield
         finally:

@@ -2,6 +2,7 @@
 (``podium run``), evaluation and RL rollouts all call :meth:`Executor.run`."""
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from podium.backends.base import ChatBackend
@@ -14,6 +15,7 @@ from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView, build_policy
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
+from podium.pool.resources import Attachment
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
 from podium.runtime.episode import Episode, Respond
@@ -33,7 +35,10 @@ class Executor:
     ) -> None:
         self.pool = pool
         self.config = config or RunConfig()
-        self.policy = policy or build_policy(self.config.policy)
+        try:
+            self.policy = policy or build_policy(self.config.policy, lazy=self.config.lazy)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
         names = [worker.name for worker in pool.config.workers]
         for field, value in (("orchestrator", self.config.orchestrator), ("summarizer", self.config.summarizer)):
             if value is not None and value not in names:
@@ -60,14 +65,17 @@ class Executor:
         respond: Respond | None = None,
         metadata: dict[str, Any] | None = None,
         on_event: OnEvent | None = None,
+        attachments: Sequence[Attachment] = (),
     ) -> Trajectory:
         """One episode on ``question``.
 
         ``seed`` resamples blind labels; ``tools`` adds episode tools (an environment's functions);
         ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an answer goes to a
         conversation partner and the episode continues until it ends the conversation; ``on_event`` is called
-        at each step of the episode and as the model generates (for live displays).
+        at each step of the episode and as the model generates (for live displays); ``attachments`` are files
+        (SQLite databases, documents, code) this episode's primitives may read, besides the pool's.
         """
+        attached = episode_attachments(attachments)
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         registry, workers = self._visible(pool, tools)
         view = PoolView(
@@ -84,6 +92,7 @@ class Executor:
             "orchestrator": self.orchestrator.model,
             "labels": dict(pool.labels),
             **({"seed": seed} if seed is not None else {}),
+            **({"attachments": [a.name for a in attached]} if attached else {}),
             **(metadata or {}),
         }
         episode = Episode(
@@ -94,6 +103,8 @@ class Executor:
             view=view,
             registry=registry,
             summarizer=self._summarizer(pool),
+            primitives=pool.primitives,
+            attachments=attached,
             config=self.config,
             budget=self.budget,
             constrained=self._constrained(view),
@@ -154,3 +165,15 @@ class Executor:
                     f"constrained: 'always', but the policy's grammar cannot be built: {error}"
                 ) from error
             return False
+
+
+def episode_attachments(attachments: Sequence[Attachment]) -> tuple[Attachment, ...]:
+    """The episode's attachments with absolute paths, each checked to be a file with a unique name."""
+    resolved = tuple(attachment.resolved(Path.cwd()) for attachment in attachments)
+    names = [attachment.name for attachment in resolved]
+    for index, attachment in enumerate(resolved):
+        if attachment.name in names[:index]:
+            raise ConfigError(f"attachments.{index}.name: '{attachment.name}' is attached twice")
+        if not Path(attachment.path).is_file():
+            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
+    return resolved

@@ -108,7 +108,9 @@ class RewardConfig(Config):
     paramanager_target_tokens: PositiveInt = 12_288
     """ParaManager L_tar."""
     paramanager_target_cost_units: PositiveFloat = 8.0
-    """ParaManager C_tar."""
+    """ParaManager C_tar (the paper sweeps 4, 8, 12, 16)."""
+    paramanager_diversity: bool = True
+    """ParaManager: include the diversity reward R_div; false is the paper's ablation without it."""
 
     def reward_function(self, tools: list[str]) -> RewardFunction:
         """This design's reward function from the registry; ``tools`` orders ToolOrchestra's call counts."""
@@ -118,6 +120,7 @@ class RewardConfig(Config):
             "paramanager": {
                 "target_tokens": self.paramanager_target_tokens,
                 "target_cost_units": self.paramanager_target_cost_units,
+                "diversity": self.paramanager_diversity,
             },
         }[self.design]
         return build_reward(self.design, **options)

@@ -1,0 +1,96 @@
+"""``podium pool``: keep a pool's model descriptions current.
+
+``podium pool refresh-descriptions`` re-describes every worker (or those named) on one seeded sample of tasks and
+records each description, with its provenance, in the pool's descriptions file, which the pool then shows the
+orchestrator. Exit status: 0 all described, 1 a worker's model failed (the others are still recorded), 2 invalid
+input (pool, tasks, no descriptions file).
+"""
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from podium.backends.base import BackendError
+from podium.cli.common import JsonOption, PoolOption, console, errors, fail, open_pool
+from podium.errors import ConfigError
+from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
+from podium.pool.descriptions import description_states, read_descriptions
+
+app = typer.Typer(help="The pool: refresh the model descriptions it shows the orchestrator.")
+
+
+@app.callback()
+def pool_group() -> None:
+    """The pool: refresh the model descriptions it shows the orchestrator."""
+
+
+@app.command("refresh-descriptions")
+def refresh_descriptions_command(
+    tasks: Annotated[Path, typer.Option("--tasks", help="JSONL of tasks with 'question' and 'answer' fields.")],
+    pool: PoolOption = None,
+    worker: Annotated[
+        list[str] | None, typer.Option("--worker", help="Only this worker (repeatable) (default: every worker).")
+    ] = None,
+    describer: Annotated[
+        str | None, typer.Option("--describer", help="Worker that writes the descriptions (default: the role worker).")
+    ] = None,
+    n: Annotated[int, typer.Option("-n", min=1, help="Tasks sampled (the same sample for every worker).")] = 10,
+    verifier: Annotated[str, typer.Option("--verifier", help="How answers are checked: qa, math or mc.")] = "qa",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the task sample.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Descriptions file (default: the pool's descriptions file).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Re-describe the pool's workers from their results on sampled tasks and record the descriptions."""
+    built = open_pool(pool)
+    target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
+    if target is None:
+        raise fail(ConfigError("no descriptions file: give --out, or set descriptions: in the pool file"))
+    names = worker or [w.name for w in built.config.workers]
+    unknown = sorted(set(names) - set(built.backends))
+    if unknown:
+        raise fail(ConfigError(f"--worker: no worker {unknown} (workers: {', '.join(built.backends)})"))
+    try:
+        before = description_states(built.config, read_descriptions(target))
+    except ConfigError as error:
+        raise fail(error) from error
+    request = DescriptionRequest(tasks, describer, n, verifier, seed)
+    failed = 0
+    for index, name in enumerate(names, 1):
+        errors.print(f"[{index}/{len(names)}] describing {name} (was {before[name]})…", highlight=False)
+        try:
+            entry = asyncio.run(describe_worker(built, name, request, lambda step, name=name: _progress(name, step)))
+        except ConfigError as error:
+            raise fail(error) from error
+        except BackendError as error:
+            failed += 1
+            _report(as_json, {"worker": name, "before": before[name], "error": str(error)})
+            continue
+        record_description(target, name, entry)
+        solved = {"solved": entry.provenance.solved, "tasks": len(entry.provenance.task_ids)}
+        row = {"worker": name, "before": before[name], **solved, "description": entry.description, "file": str(target)}
+        _report(as_json, row)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _progress(worker: str, step: str) -> None:
+    errors.print(f"  {worker}: {step}", highlight=False)
+
+
+def _report(as_json: bool, row: dict[str, object]) -> None:
+    if as_json:
+        console.print(json.dumps(row), markup=False, highlight=False, soft_wrap=True)
+    elif "error" in row:
+        errors.print(f"[red]{row['worker']}: failed:[/red] {row['error']}", highlight=False)
+    else:
+        console.print(
+            f"{row['worker']} ({row['before']} → fresh, solved {row['solved']}/{row['tasks']}): {row['description']}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
