@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,llamacpp,tau2
+EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo test lint bench clean claim claim-eval
+.PHONY: setup demo test test-extras lint bench clean claim claim-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -28,9 +28,14 @@ test: setup
 	@./scripts/install-system-deps.sh --for-tests
 	$(BIN)/python -m pytest -q
 
+# Tests of extras too heavy for every machine: llama.cpp's server is compiled from source (minutes).
+test-extras: setup
+	$(BIN)/pip install -q -e '.[$(EXTRAS),llamacpp]'
+	$(BIN)/python -m pytest -q tests/test_llamacpp.py
+
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
@@ -38,6 +43,11 @@ bench: setup
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_runtime.py
 	$(BIN)/python benchmarks/bench_cli.py --collect
+	$(BIN)/python benchmarks/bench_parsing.py
+	$(BIN)/python benchmarks/bench_faults.py
+	$(BIN)/python benchmarks/bench_serve.py
+	$(BIN)/python benchmarks/bench_ray.py
+	$(BIN)/python benchmarks/bench_tau2_crosscheck.py
 
 # The core claim (issue 18): train the 135M orchestrator on replayed GSM8K outcomes of Mixtral and GPT-4, then
 # evaluate it against learned routers on the test split. CLAIM_LIMIT bounds the test questions the orchestrators

@@ -100,8 +100,9 @@ def test_forced_decomposition_removes_the_direct_answer_branch():
     lazy, forced = DagPolicy(), DagPolicy(lazy=False)
     answer = "<final_answer>42</final_answer>"
     plan = ONE_NODE
-    assert re.fullmatch(lazy.grammar(view()), answer) and re.fullmatch(lazy.grammar(view()), plan)
-    assert re.fullmatch(forced.grammar(view()), answer) is None and re.fullmatch(forced.grammar(view()), plan)
+    lazy_grammar, forced_grammar = lazy.grammar(view()).regex, forced.grammar(view()).regex
+    assert re.fullmatch(lazy_grammar, answer) and re.fullmatch(lazy_grammar, plan)
+    assert re.fullmatch(forced_grammar, answer) is None and re.fullmatch(forced_grammar, plan)
     assert "answer at once" in lazy.system_prompt(view()) and "answer at once" not in forced.system_prompt(view())
     with pytest.raises(ValueError, match="decomposition is forced"):
         forced.parse(answer, view(), [])

@@ -6,6 +6,7 @@ the test adds to keep it small and offline (fewer turns, steps or items; a free 
 directory where ``examples/`` is the repository's, so whatever it writes stays in that directory.
 """
 
+import glob
 import json
 import os
 import re
@@ -44,6 +45,7 @@ README_COMMANDS: dict[str, list[str]] = {
     "podium report runs/gsm8k --out report/": [],
     "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500": [],
     "podium experiment check experiments/*.yaml": [],
+    "podium serve --port 8000": [],
     "podium eval --benchmark tau2_retail --system examples/systems/embedded-orchestrator.yaml --limit 1 --out "
     "runs/retail --tau2-results runs/retail.json": [],
     "podium env score runs/retail.json": [],
@@ -70,12 +72,15 @@ def test_every_readme_command_is_tested_and_every_file_it_names_exists():
 def workdir(tmp_path_factory) -> Path:
     """A directory where ``examples`` is the repository's; the commands' outputs land here."""
     directory = tmp_path_factory.mktemp("readme")
-    (directory / "examples").symlink_to(ROOT / "examples")
+    for shipped in ("examples", "experiments"):
+        (directory / shipped).symlink_to(ROOT / shipped)
     return directory
 
 
 def podium(workdir: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    arguments = shlex.split(command)[1:] + README_COMMANDS[command]
+    words = shlex.split(command)[1:] + README_COMMANDS[command]
+    # As a shell would: a word with a wildcard becomes the matching paths.
+    arguments = [path for word in words for path in (sorted(glob.glob(word, root_dir=workdir)) or [word])]
     return subprocess.run(
         [sys.executable, "-m", "podium", *arguments],
         cwd=workdir, capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"},
@@ -87,6 +92,7 @@ FAST = [
     'podium tools call python --args \'{"code": "print(6*7)"}\'',
     "podium env list",
     "podium env replay retail --task 46",
+    "podium experiment check experiments/*.yaml",
 ]
 
 
@@ -159,6 +165,19 @@ def test_eval_then_report(workdir):
 
 
 @pytest.mark.slow
+def test_tau2_eval_then_score(workdir):
+    command = (
+        "podium eval --benchmark tau2_retail --system examples/systems/embedded-orchestrator.yaml --limit 1 --out "
+        "runs/retail --tau2-results runs/retail.json"
+    )
+    evaluated = podium(workdir, command)
+    assert evaluated.returncode == 0, evaluated.stderr
+    scored = podium(workdir, "podium env score runs/retail.json")
+    assert scored.returncode == 0, scored.stderr
+    assert "retail" in scored.stdout
+
+
+@pytest.mark.slow
 def test_serve_model_answers_on_its_port(workdir):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -181,3 +200,34 @@ def test_serve_model_answers_on_its_port(workdir):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_answers_the_readme_client(workdir):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    arguments = [*shlex.split("podium serve --port 8000")[1:-1], str(port)]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "podium", *arguments], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    readme = README.read_text(encoding="utf-8")
+    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
+    assert client, "the README's client example is missing"
+    script = workdir / "client.py"
+    script.write_text(client.group(1).replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and server.poll() is None:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.5)
+        completed = subprocess.run(
+            [sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=600
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert completed.returncode == 0, completed.stderr
+    assert "CompletionUsage" in completed.stdout

@@ -254,8 +254,12 @@ def test_cli_builds_and_searches(small_corpus, tmp_path):
     assert "indexed 10 passages" in built.output and "(hnsw)" in built.output
     found = runner.invoke(index_app, ["search", str(out), "flightless seabirds", "-k", "2", "--json"])
     assert found.exit_code == 0, found.output
-    hits = json.loads(found.stdout)
-    assert len(hits) == 2 and hits[0]["id"] == "penguin" and set(hits[0]) == {"id", "title", "text", "score", "chunk"}
+    hits = [json.loads(line) for line in found.stdout.splitlines()]  # JSON Lines: one hit per line
+    assert (
+        len(hits) == 2
+        and hits[0]["id"] == "penguin"
+        and set(hits[0]) == {"rank", "id", "title", "text", "score", "chunk"}
+    )
     bad = runner.invoke(index_app, ["build", str(small_corpus), "--out", str(out), "--index-type", "annoy"])
     assert bad.exit_code == 2 and "index_type" in bad.output
     missing = runner.invoke(index_app, ["search", str(tmp_path / "nowhere"), "query"])

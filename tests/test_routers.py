@@ -89,10 +89,10 @@ VIEW = PoolView(tools=[], table="| a | model | cheap | $1/$1 per 1M in/out token
 
 def test_route_policy_parses_one_word_and_its_grammar_offers_only_legal_words() -> None:
     policy = RoutePolicy()
-    assert policy.grammar(VIEW) == "(a|b)"
+    assert policy.grammar(VIEW).regex == "(?:a|b)"
     action = policy.parse(" a\n", VIEW, [])
     assert isinstance(action, Calls) and action.calls[0].arguments == {"model": "a"}
-    assert policy.grammar(VIEW, [action]) == "(a|b|accept)"
+    assert policy.grammar(VIEW, [action]).regex == "(?:a|b|accept)"
     assert isinstance(policy.parse("accept", VIEW, [action]), Answer)
     with pytest.raises(ActionParseError, match="one of: a, b"):
         policy.parse("accept", VIEW, [])

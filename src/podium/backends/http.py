@@ -107,11 +107,12 @@ class HttpBackend(ChatBackend):
             except (TimeoutError, openai.APITimeoutError) as error:
                 raise BackendError(f"{self.config.base_url}: no reply in time ({error})", Status.TIMEOUT) from error
             except openai.APIStatusError as error:
+                refused = error.response.headers.get(REFUSED_HEADER)
+                if refused:  # our own refusal of the reply (too large), not the server's status
+                    raise BackendError(f"{self.config.base_url}: {refused}") from error
                 raise BackendError(f"{self.config.base_url}: HTTP {error.status_code}: {error.message}") from error
             except openai.APIConnectionError as error:
                 raise BackendError(f"{self.config.base_url}: connection failed: {error}") from error
-            except ReplyTooLarge as error:
-                raise BackendError(f"{self.config.base_url}: {error}") from error
             except (openai.APIResponseValidationError, ValueError) as error:
                 raise BackendError(f"{self.config.base_url}: malformed response: {error}") from error
             reply = raw.http_response
@@ -123,6 +124,11 @@ class HttpBackend(ChatBackend):
 
 class ReplyTooLarge(Exception):
     """A reply body longer than the backend's ``max_reply_bytes``; not retried."""
+
+
+REFUSED_HEADER = "x-podium-refused"
+"""Header of the stand-in response for a reply Podium refused to read. The openai client retries any exception its
+transport raises, so a refusal is handed back as a 413 response, which it does not retry."""
 
 
 class _BoundedClient(httpx.AsyncClient):
@@ -145,6 +151,9 @@ class _BoundedClient(httpx.AsyncClient):
         if not stream:
             try:
                 await response.aread()
+            except ReplyTooLarge as error:
+                await response.aclose()
+                return httpx.Response(413, headers={REFUSED_HEADER: str(error)}, request=request)
             except BaseException:
                 await response.aclose()
                 raise

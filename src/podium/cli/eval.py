@@ -16,7 +16,6 @@ from rich.progress import Progress
 from podium.benchmarks.loaders import get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
-from podium.data.preferences import read_preferences
 from podium.errors import PodiumError
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
@@ -61,7 +60,7 @@ RayOption = Annotated[
     typer.Option(
         "--ray",
         help="Solve samples on Ray workers: 'local' (start Ray here), 'auto' (join this machine's cluster) or an "
-        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-usd stay here (needs podium[ray]).",
+        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-usd stay here (needs the ray extra).",
     ),
 ]
 
@@ -94,7 +93,7 @@ def eval_command(
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
         chosen, config = get_benchmark(benchmark), load_system_config(system)
-        chosen_preferences = read_preferences(preferences) if preferences else ()
+        chosen_preferences = _preferences(preferences)
         grader = _grader(config.grading, sandbox_config, data_dir)
         with solving_system(config, ray, concurrency) as built:
             summary = asyncio.run(
@@ -133,6 +132,15 @@ def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: boo
 
     written, left_out = export_tau2_results(out, path, data_dir=data_dir, track=track)
     errors.print(f"tau2 results: {written} conversations → {path} ({left_out} attempts without one)", highlight=False)
+
+
+def _preferences(path: Path | None) -> list[Preference]:
+    """The preference pairs of ``--preferences`` (none without it)."""
+    if path is None:
+        return []
+    from podium.data.preferences import read_preferences  # the data stages load only when the flag is given
+
+    return list(read_preferences(path))
 
 
 def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir: Path | None) -> Grader:

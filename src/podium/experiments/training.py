@@ -15,10 +15,10 @@ from podium.benchmarks.loaders import Benchmark
 from podium.core.trajectory import write_trajectories
 from podium.errors import ConfigError
 from podium.evaluate.runner import load_run, run_eval
-from podium.evaluate.runtime_systems import pool_config
 from podium.evaluate.system_config import build_system, system_config_from_dict
 from podium.experiments.config import Arm, Experiment, TrainingConfig
-from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.config import WorkerConfig
+from podium.runtime.system import SystemSpec
 from podium.train.sft import TrainResult, run_sft
 
 TRAINED_WORKER = "trained"
@@ -130,7 +130,7 @@ def teach(
 def trained_system(system: dict[str, Any], checkpoint: str, arm: str) -> dict[str, Any]:
     """The arm's evaluation system: its pool with the checkpoint as a free local worker in the orchestrator's seat,
     not offered as a tool; roles keep the pool's role worker."""
-    pool: PoolConfig = pool_config(system.get("pool"))
+    pool = SystemSpec(pool=system.get("pool")).pool_config()
     worker = WorkerConfig(
         name=TRAINED_WORKER,
         backend="local",

@@ -8,9 +8,9 @@ observation it reads is the tail of the reply (where the final answer is stated)
 grammar offers exactly the legal words, so every output parses.
 """
 
-import re
 from collections.abc import Sequence
 
+from podium.backends.grammar import Grammar, Limits, choice, literal
 from podium.core.answers import VerifierKind, extract_answer
 from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
@@ -63,9 +63,9 @@ class RoutePolicy(Policy):
     def rejection(self, reason: str, remaining: str) -> str:
         return reason
 
-    def grammar(self, view: PoolView, previous: Sequence[Action] = ()) -> str | None:
+    def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
         words = [*view.workers, *([ACCEPT] if any(isinstance(a, Calls) for a in previous) else [])]
-        return "(" + "|".join(re.escape(word) for word in words) + ")"
+        return choice(*(literal(word) for word in words))
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         if isinstance(action, Answer):
