@@ -177,8 +177,9 @@ def test_memory_bomb_is_contained(sandbox):
     assert "MemoryError" in result.stderr
 
 
-def test_infinite_loop_hits_the_cpu_limit(sandbox):
-    result = run(sandbox, "while True:\n    pass\n")
+def test_infinite_loop_hits_the_cpu_limit():
+    with own_sandbox(wall_time_s=60) as sandbox:  # wall time to spare even on a crowded machine
+        result = run(sandbox, "while True:\n    pass\n")
     assert result.status is Status.TIMEOUT and result.cpu_timeout
     assert result.reason == "CPU time limit (2 s) exceeded"
 
@@ -214,9 +215,9 @@ def test_killing_the_parent_or_everyone_harms_only_the_sandbox(sandbox):
         """,
     )
     lines = result.stdout.splitlines()
-    assert lines[0] in (f"{host_pid} ProcessLookupError", f"{host_pid} PermissionError")
-    assert all("killed" not in line for line in lines)
-    assert result.status is not Status.OK
+    assert lines[0] in (f"{host_pid} ProcessLookupError", f"{host_pid} PermissionError")  # not even visible
+    if os.geteuid() == 0:  # the monitor keeps uid 0, the program runs as another uid
+        assert lines[1].endswith("PermissionError") and lines[2].endswith("PermissionError")
     os.kill(host_pid, 0)  # still here
 
 
@@ -278,7 +279,7 @@ def test_missing_bubblewrap_is_refused_with_a_clear_error():
 
 def test_unisolated_execution_only_when_opted_in(monkeypatch):
     monkeypatch.setenv("PODIUM_TEST_SECRET_TOKEN", "hunter2-secret")
-    with own_sandbox(bwrap="/nonexistent/bwrap", allow_unisolated=True, cpu_time_s=1, wall_time_s=5) as sandbox:
+    with own_sandbox(bwrap="/nonexistent/bwrap", allow_unisolated=True, cpu_time_s=1, wall_time_s=60) as sandbox:
         assert sandbox.isolation() == "none"
         result = run(sandbox, "import os\nprint(6*7, dict(os.environ))")
         assert result.status is Status.OK and not result.isolated

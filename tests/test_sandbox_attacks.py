@@ -4,7 +4,6 @@ Heavier loops of the same attacks (kill -9 of the parent in many rounds) are in 
 """
 
 import asyncio
-import contextlib
 import errno
 import os
 import signal
@@ -18,9 +17,9 @@ import time
 import pytest
 
 from podium.core import Status
-from podium.sandbox import seccomp, tagged_processes
+from podium.sandbox import seccomp
 
-from .test_sandbox_support import own_sandbox, run, unique_tag, wait_until_gone
+from .test_sandbox_support import own_sandbox, run, runs, unique_tag, wait_until_gone
 
 ARCHITECTURE = seccomp.host_architecture()
 CALL_SYSCALL = """
@@ -313,10 +312,8 @@ def _start_parent(tag: str, code: str, warm: int) -> subprocess.Popen[bytes]:
 def _wait_for_program(tag: str, parent: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and parent.poll() is None:
-        for pid in tagged_processes(tag):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                if cmdline.read().startswith(b"sleep\0"):
-                    return
+        if runs(tag, "sleep"):
+            return
         time.sleep(0.02)
     raise AssertionError(f"the sandboxed program never started: {parent.stderr.read() if parent.stderr else ''}")
 

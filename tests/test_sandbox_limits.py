@@ -10,8 +10,9 @@ from .test_sandbox_support import own_sandbox, run
 
 @pytest.fixture(params=[True, False], ids=["cgroup", "no-cgroup"])
 def sandbox(request):
-    """A sandbox with a 1-second CPU limit, with and without a cgroup (which counts CPU time itself)."""
-    with own_sandbox(cpu_time_s=1, use_cgroups=request.param) as sandbox:
+    """A sandbox with a 1-second CPU limit (and wall time to spare on a crowded machine), with and without a
+    cgroup."""
+    with own_sandbox(cpu_time_s=1, wall_time_s=60, use_cgroups=request.param) as sandbox:
         if request.param and sandbox.memory_scope() != "sandbox":
             pytest.skip(f"no cgroup here: {sandbox.cgroup_problem}")
         yield sandbox
@@ -24,7 +25,7 @@ def test_cpu_limit_is_a_timeout_at_the_soft_limit(sandbox):
         "SIGXCPU",
         "CPU time limit (1 s) exceeded",
     )
-    assert result.cpu_seconds is not None and result.cpu_seconds > 0.9  # rusage is tick-sampled
+    assert result.cpu_seconds is not None and result.cpu_seconds > 0.8  # see CPU_LIMIT_SHARE
 
 
 def test_cpu_limit_is_a_timeout_when_the_kernel_sends_sigkill(sandbox):
@@ -42,7 +43,7 @@ def test_cpu_limit_is_a_timeout_when_the_kernel_sends_sigkill(sandbox):
 def test_the_same_signals_below_the_cpu_limit_are_errors(sandbox, signal_name):
     result = run(sandbox, f"import os, signal\nos.kill(os.getpid(), signal.{signal_name})\n")
     assert (result.status, result.reason) == (Status.EXEC_ERR, f"killed by {signal_name}")
-    assert result.cpu_seconds is not None and result.cpu_seconds < 1
+    assert result.cpu_seconds is not None and result.cpu_seconds < 0.8
 
 
 def test_a_cpu_hungry_child_is_stopped_too(sandbox):

@@ -2,14 +2,18 @@
 
 import asyncio
 import gc
+import marshal
 import os
 import signal
+import subprocess
+import sys
 import time
+from importlib.resources import files
 
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
 
-from .test_sandbox_support import SHORT_LIMITS, own_sandbox, run, unique_tag, wait_until_gone
+from .test_sandbox_support import SHORT_LIMITS, own_sandbox, run, runs, unique_tag, wait_until_gone
 
 WAIT_S = 30.0
 
@@ -137,3 +141,31 @@ def test_another_sandboxs_processes_are_not_this_tests_concern():
             run(mine, "print(1)")
         # leaving `mine` checked only its own tag while `other` still had a warm sandbox
         assert eventually(lambda: len(waiting_launchers(other.config.tag)) == 1)
+
+
+def test_the_launcher_stops_the_program_when_the_host_lets_go_of_its_stdin(tmp_path):
+    # The lifeline itself, without bubblewrap: the host closing the request pipe (as its death would) must kill
+    # the program at once, however busy it is.
+    tag = unique_tag()
+    report_read, report_write = os.pipe()
+    launcher = subprocess.Popen(
+        [sys.executable, "-I", "-B", str(files("podium.sandbox") / "launcher.py"), "-", "60", tag, str(report_write)],
+        stdin=subprocess.PIPE,
+        pass_fds=[report_write],
+        cwd=tmp_path,
+        env={"PODIUM_SANDBOX_TAG": tag, "PATH": "/usr/bin:/bin"},
+        start_new_session=True,
+    )
+    os.close(report_write)
+    payload = marshal.dumps({"main.py": b"import os\nos.execv('/bin/sleep', ['sleep', '3600'])"})
+    assert launcher.stdin is not None
+    launcher.stdin.write(len(payload).to_bytes(8, "little") + payload)
+    launcher.stdin.flush()
+    try:
+        assert eventually(lambda: runs(tag, "sleep"))
+    finally:
+        launcher.stdin.close()
+        launcher.wait()
+        os.close(report_read)
+    assert launcher.returncode == -signal.SIGKILL
+    assert wait_until_gone(tag) == []

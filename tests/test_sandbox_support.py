@@ -21,6 +21,15 @@ def unique_tag() -> str:
     return f"test-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
+def runs(tag: str, program: str) -> bool:
+    """Whether one of the tagged processes is ``program`` (its command line's first word)."""
+    for pid in tagged_processes(tag):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            if cmdline.read().split(b"\0")[0] == program.encode():
+                return True
+    return False
+
+
 def wait_until_gone(tag: str) -> list[int]:
     """The tagged processes still there after a grace period (they are being killed: give them time)."""
     deadline = time.monotonic() + GRACE_S

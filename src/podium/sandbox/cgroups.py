@@ -4,9 +4,10 @@ A cgroup v2 hierarchy with the ``memory`` and ``pids`` controllers is used when 
 of its own cgroup; on hybrid hosts (systemd's legacy layout: cgroup v1 controllers plus an empty v2 tree) the
 v1 ``memory`` and ``pids`` hierarchies serve instead, and the v2 tree, when writable, adds ``cgroup.kill``.
 Each sandbox gets ``podium-<host pid>-<n>`` under Podium's own group in every hierarchy used; the host moves
-the sandbox's first process in before any code runs (bubblewrap waits on ``--block-fd`` meanwhile), so every
-process, file in its tmpfs and shared-memory page the sandbox creates is charged to that group. Nothing here
-moves Podium's own process or changes a group Podium did not create.
+the sandbox's PID 1 (and the launcher, if already forked) in before the program is sent, so every process,
+tmpfs file and shared-memory page the program creates is charged to that group. Nothing here moves Podium's
+own process or changes a group Podium did not create; groups left by a Podium process that was killed are
+removed when found empty.
 """
 
 import contextlib
@@ -42,16 +43,6 @@ class SandboxCgroup:
         """Move process ``pid`` (and the children it will have) into the sandbox's groups."""
         for directory in self.directories.values():
             (directory / "cgroup.procs").write_text(str(pid))
-
-    def cpu_seconds(self) -> float | None:
-        """CPU time used by the sandbox's processes so far, where a cgroup v2 group counts it."""
-        for directory in self.directories.values():
-            with contextlib.suppress(OSError):
-                for line in (directory / "cpu.stat").read_text().splitlines():
-                    key, _, value = line.partition(" ")
-                    if key == "usage_usec":
-                        return int(value) / 1e6
-        return None
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this sandbox for exceeding its memory limit."""
@@ -124,11 +115,6 @@ class CgroupHost:
         host = cls(memory, pids, unified)
         problem = host._try()
         return problem if problem is not None else host
-
-    @property
-    def counts_cpu(self) -> bool:
-        """Whether sandbox groups count their CPU time (a cgroup v2 group does, controllers or not)."""
-        return self.unified is not None or (self.memory is not None and self.memory.version == 2)
 
     def create(self, memory_bytes: int, max_processes: int) -> SandboxCgroup:
         """New groups for one sandbox, with its limits written."""

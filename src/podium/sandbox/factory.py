@@ -2,6 +2,7 @@
 when the user allowed it and bubblewrap is missing, the launcher alone in a temporary directory."""
 
 import contextlib
+import math
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 SCRATCH = "/scratch"
 LAUNCHER = "/podium/launcher.py"
 UID_SPAN = 60_000
+HARD_CPU_FACTOR = 1.25
 ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": SCRATCH,
@@ -107,13 +109,13 @@ class SandboxFactory:
         tag = {TAG_VARIABLE: self.config.tag} if self.config.tag else {}
         return {**ENVIRONMENT, "HOME": home, "TMPDIR": home, **tag}
 
-    def launcher_arguments(self, uid: UidLease | None, report_fd: int | None) -> list[str]:
+    def launcher_arguments(self, uid: UidLease | None, report_fd: int) -> list[str]:
         """The launcher's command-line arguments (see launcher.py)."""
         return [
             str(uid.uid) if uid is not None else "-",
             f"{self.config.wall_time_s:g}",
             self.config.tag or "-",
-            str(report_fd) if report_fd is not None else "-",
+            str(report_fd),
             *(f"{name}={soft}:{hard}" for name, soft, hard in self.rlimits()),
         ]
 
@@ -123,7 +125,8 @@ class SandboxFactory:
         cpu = self.cpu_limit_s()
         scratch = config.scratch_mb << 20
         limits = [
-            ("RLIMIT_CPU", cpu, cpu + 1),  # SIGXCPU at the soft limit, SIGKILL at the hard one: both are timeouts
+            # SIGXCPU at the soft limit, SIGKILL at the hard one: both timeouts (see CPU_LIMIT_SHARE in sandbox.py).
+            ("RLIMIT_CPU", cpu, max(cpu + 1, math.ceil(cpu * HARD_CPU_FACTOR))),
             ("RLIMIT_AS", config.memory_mb << 20, config.memory_mb << 20),
             ("RLIMIT_NOFILE", config.max_open_files, config.max_open_files),
             ("RLIMIT_FSIZE", scratch, scratch),
@@ -143,16 +146,15 @@ class SandboxFactory:
         spec = LaunchSpec([], [], uid=lease_uid(self.config.first_uid, UID_SPAN) if root else None)
         try:
             if self.cgroups is not None:
-                spec.cgroup = self.cgroups.create(self.config.memory_mb << 20, self.config.max_processes)
+                # pids.max counts bubblewrap's PID 1 too, which the program's process limit does not.
+                spec.cgroup = self.cgroups.create(self.config.memory_mb << 20, self.config.max_processes + 1)
             spec.hidden = self.special_files()
             command = self.bubblewrap(spec.pass_fds, root=root, hidden=spec.hidden)
             spec.info_fd, info_write = os.pipe()
             spec.pass_fds.append(info_write)
             command += ["--info-fd", str(info_write)]
-            report_write = None
-            if spec.cgroup is None or not self.cgroups or not self.cgroups.counts_cpu:
-                spec.report_fd, report_write = os.pipe()
-                spec.pass_fds.append(report_write)
+            spec.report_fd, report_write = os.pipe()
+            spec.pass_fds.append(report_write)
             arguments = self.launcher_arguments(spec.uid, report_write)
         except BaseException:
             _close(spec.pass_fds)

@@ -1,26 +1,28 @@
-"""Runs inside the sandbox: waits for one program, then runs it.
+"""Runs inside the sandbox: waits for one program, runs it in a child process, reports how the child ended.
 
 Invoked as ``python -I -B launcher.py UID WALL_S TAG REPORT_FD RLIMIT_NAME=SOFT:HARD ...``; UID is the user the
 program becomes when started as root, or ``-`` to stay; TAG only labels the process. The launcher can start
 before there is work (a warm sandbox): it imports what it needs, then blocks on stdin, where the host writes an
-8-byte little-endian length and a ``marshal``-ed dict {file name: bytes} (``main.py`` among them). The host
-keeps stdin open until the call is over; a thread watches it, and its reaching end-of-file (the host died or
-gave up) kills the launcher's process group at once, and with it (the launcher is the sandbox's main process)
-every process of the sandbox. An alarm at the wall-clock limit plus a grace backs up the host's own kill.
+8-byte little-endian length and a ``marshal``-ed dict {file name: bytes} (``main.py`` among them).
 
-REPORT_FD ``-`` (the host measures the sandbox's CPU time in its cgroup): the launcher becomes the program.
-Otherwise it forks: the child becomes the program, and the parent, out of the program's reach when started
-as root (it keeps uid 0), waits for it and writes ``exited CODE CPU_S`` or ``signaled SIGNAL CPU_S`` to
-REPORT_FD, CPU_S being the CPU time the program and the children it waited for used, so that the host can
-tell a kill at the CPU-time limit from any other kill whichever signal the kernel sent.
+The host keeps stdin open until the call is over. Once the program is received, the launcher asks the kernel
+to SIGKILL its whole process group the moment the last writer of that pipe closes it (``O_ASYNC`` with
+``F_SETSIG``): when the host gives up on the call or dies, kill -9 included, the launcher and the program die
+at once, and with them (the launcher is the sandbox's main process) every process of the sandbox. An alarm at
+the wall-clock limit plus a grace backs up the host's own wall-clock kill.
 
-Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this
-file is not imported by Podium.
+The program runs in a forked child; the parent stays as a monitor, out of the program's reach when started as
+root (it keeps uid 0, the program does not), waits for it and writes ``exited CODE CPU_S`` or ``signaled
+SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the children it waited for used, so that
+the host tells a kill at the CPU-time limit from any other kill whichever signal the kernel sent.
+
+Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this file
+is not imported by Podium.
 """
 
 import _ast  # the C node types, cheaper to import than the ast module
 import _signal  # the signal module would import enum
-import _thread
+import fcntl
 import marshal
 import os
 import resource
@@ -50,14 +52,18 @@ def read_request() -> dict[str, bytes] | None:
     return marshal.loads(read_exactly(0, int.from_bytes(header, "little")))
 
 
-def watch_the_host(lifeline: int) -> None:
-    """Kill the launcher's process group the moment the host closes the request pipe (or dies)."""
-    while os.read(lifeline, 1):
-        pass
+def arm_the_lifeline() -> None:
+    """SIGKILL this process group when the host closes the request pipe (a pipe signals its readers that asked
+    for it when its last writer closes); exit now if the host already has."""
+    lifeline = os.dup(0)
+    fcntl.fcntl(lifeline, fcntl.F_SETOWN, -os.getpgrp())
+    fcntl.fcntl(lifeline, fcntl.F_SETSIG, SIGKILL)
+    fcntl.fcntl(lifeline, fcntl.F_SETFL, os.O_RDONLY | os.O_NONBLOCK | os.O_ASYNC)
     try:
-        os.killpg(0, SIGKILL)
-    finally:
-        os._exit(LOST_HOST_EXIT)
+        if not os.read(lifeline, 1):
+            os._exit(LOST_HOST_EXIT)
+    except BlockingIOError:
+        pass  # still open: the host is there
 
 
 def become_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> None:
@@ -133,23 +139,18 @@ def monitor(child: int, report_fd: int) -> None:
 
 
 def main() -> None:
-    uid, wall_s, report = sys.argv[1], float(sys.argv[2]), sys.argv[4]
+    uid, wall_s, report_fd, rlimits = sys.argv[1], float(sys.argv[2]), int(sys.argv[4]), sys.argv[5:]
     files = read_request()
     if files is None:
         os._exit(LOST_HOST_EXIT)
-    _signal.alarm(int(wall_s) + GRACE_S)
-    if report == "-":
-        _thread.start_new_thread(watch_the_host, (os.dup(0),))
-        start_the_program(uid, sys.argv[5:], files)
-        return
-    child = os.fork()  # before the watching thread exists: forking a threaded process risks deadlocks
+    arm_the_lifeline()
+    child = os.fork()
     if child == 0:
-        _signal.alarm(0)  # the monitor keeps the alarm, out of the program's reach
-        os.close(int(report))
-        start_the_program(uid, sys.argv[5:], files)
+        os.close(report_fd)
+        start_the_program(uid, rlimits, files)
         return
-    _thread.start_new_thread(watch_the_host, (os.dup(0),))
-    monitor(child, int(report))
+    _signal.alarm(int(wall_s) + GRACE_S)  # in the monitor, out of the program's reach
+    monitor(child, report_fd)
 
 
 if __name__ == "__main__":

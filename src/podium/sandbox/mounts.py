@@ -10,6 +10,7 @@ only when their modification time changed, which is when an entry was added, rem
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -55,11 +56,16 @@ class SpecialFiles:
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
+        self._lock = threading.Lock()  # sandboxes start on several threads
         self._seen: dict[str, tuple[int, list[str], list[str]]] = {}
         """Directory → (its mtime, its subdirectories, the sockets and FIFOs directly in it)."""
 
     def find(self) -> list[str]:
         """Every socket and FIFO under the roots (a root may itself be one)."""
+        with self._lock:
+            return self._find()
+
+    def _find(self) -> list[str]:
         found: list[str] = []
         pending = []
         for root in self.roots:

@@ -44,7 +44,7 @@ class LaunchSpec:
     cgroup: SandboxCgroup | None = None
     uid: UidLease | None = None
     report_fd: int = -1
-    """Read end of the pipe the launcher reports on (see launcher.py), or -1 when the cgroup counts CPU time."""
+    """Read end of the pipe the launcher reports on (see launcher.py)."""
     directory: str | None = None
     """A temporary directory to delete afterwards (unisolated runs)."""
     hidden: frozenset[str] = frozenset()
@@ -76,8 +76,7 @@ class Finished:
     stderr: bytes
     returncode: int | None
     report: bytes
-    cpu_seconds: float | None
-    """CPU time of the sandbox's processes as its cgroup counted it (None without one)."""
+    """The launcher's report (empty when it was killed before it could write it)."""
     wall_timeout: bool
     output_overflow: bool
     oom_killed: bool
@@ -101,7 +100,7 @@ class SandboxProcess:
         """Whether the sandbox is still waiting (it may have died, e.g. killed from outside)."""
         if self._disposed or self.popen.poll() is not None:
             return False
-        return self.first_pidfd is None or not select.select([self.first_pidfd], [], [], 0)[0]
+        return self.first_pidfd is None or not _ended(self.first_pidfd, 0)
 
     async def run(self, request: bytes, wall_s: float, max_output: int) -> Finished:
         """Send the program, collect output until the process ends or ``wall_s`` passes; then clean up."""
@@ -111,10 +110,13 @@ class SandboxProcess:
         report = bytearray()
         streams = (self.popen.stdin, self.popen.stdout, self.popen.stderr)
         stdin, stdout, stderr = (stream.fileno() for stream in streams if stream is not None)
-        reading = [_pump(stdout, output.sink(output.stdout)), _pump(stderr, output.sink(output.stderr))]
-        if self.spec.report_fd >= 0:
-            reading.append(_pump(self.spec.report_fd, report.extend))
-        work = asyncio.gather(_write_all(stdin, request), *reading, self._exit())
+        work = asyncio.gather(
+            _write_all(stdin, request),
+            _pump(stdout, output.sink(output.stdout)),
+            _pump(stderr, output.sink(output.stderr)),
+            _pump(self.spec.report_fd, report.extend),
+            self._exit(),
+        )
         wall_timeout = False
         try:
             try:
@@ -131,7 +133,6 @@ class SandboxProcess:
                 stderr=bytes(output.stderr),
                 returncode=self.popen.returncode,
                 report=bytes(report),
-                cpu_seconds=cgroup.cpu_seconds() if cgroup is not None else None,
                 wall_timeout=wall_timeout,
                 output_overflow=output.overflow,
                 oom_killed=cgroup is not None and cgroup.oom_killed(),
@@ -173,7 +174,7 @@ class SandboxProcess:
             return
         self.kill()
         self.popen.wait()
-        if self.first_pidfd is not None and not select.select([self.first_pidfd], [], [], LAST_PROCESS_WAIT_S)[0]:
+        if self.first_pidfd is not None and not _ended(self.first_pidfd, LAST_PROCESS_WAIT_S):
             self.kill()
         self.close_descriptors()
         self.spec.release()
@@ -189,6 +190,13 @@ class SandboxProcess:
                     os.close(fd)
         self.first_pidfd = None
         self.spec.close_descriptors()
+
+
+def _ended(pidfd: int, timeout_s: float) -> bool:
+    """Whether the process of ``pidfd`` has ended, waiting up to ``timeout_s`` for it."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
 
 
 def launch(spec: LaunchSpec) -> SandboxProcess:
@@ -214,8 +222,7 @@ def launch(spec: LaunchSpec) -> SandboxProcess:
     for stream in (popen.stdin, popen.stdout, popen.stderr):
         assert stream is not None
         os.set_blocking(stream.fileno(), False)
-    if spec.report_fd >= 0:
-        os.set_blocking(spec.report_fd, False)
+    os.set_blocking(spec.report_fd, False)
     if spec.info_fd >= 0:
         try:
             process.first_pidfd = _hold_first_process(popen, spec)
