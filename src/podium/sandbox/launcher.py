@@ -75,9 +75,8 @@ def become_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) ->
         os.setresgid(int(uid), int(uid), int(uid))
         os.setresuid(int(uid), int(uid), int(uid))
     for name, content in files.items():
-        handle = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        os.write(handle, content)
-        os.close(handle)
+        with open(name, "xb") as handle:
+            handle.write(content)
     # RLIMIT_NPROC must be set inside the sandbox: without a per-sandbox uid or user namespace the kernel
     # would count every process of the calling user.
     for item in rlimits:
