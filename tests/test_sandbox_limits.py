@@ -25,7 +25,7 @@ def test_cpu_limit_is_a_timeout_at_the_soft_limit(sandbox):
         "SIGXCPU",
         "CPU time limit (1 s) exceeded",
     )
-    assert result.cpu_seconds is not None and result.cpu_seconds > 0.8  # see CPU_LIMIT_SHARE
+    assert result.cpu_seconds is not None and result.cpu_seconds > 0.25  # see CPU_LIMIT_SHARE
 
 
 def test_cpu_limit_is_a_timeout_when_the_kernel_sends_sigkill(sandbox):
@@ -43,7 +43,7 @@ def test_cpu_limit_is_a_timeout_when_the_kernel_sends_sigkill(sandbox):
 def test_the_same_signals_below_the_cpu_limit_are_errors(sandbox, signal_name):
     result = run(sandbox, f"import os, signal\nos.kill(os.getpid(), signal.{signal_name})\n")
     assert (result.status, result.reason) == (Status.EXEC_ERR, f"killed by {signal_name}")
-    assert result.cpu_seconds is not None and result.cpu_seconds < 0.8
+    assert result.cpu_seconds is not None and result.cpu_seconds < 0.25
 
 
 def test_a_cpu_hungry_child_is_stopped_too(sandbox):

@@ -2,7 +2,6 @@
 when the user allowed it and bubblewrap is missing, the launcher alone in a temporary directory."""
 
 import contextlib
-import math
 import os
 import shutil
 import subprocess
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
 SCRATCH = "/scratch"
 LAUNCHER = "/podium/launcher.py"
 UID_SPAN = 60_000
-HARD_CPU_FACTOR = 1.25
 ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": SCRATCH,
@@ -126,7 +124,7 @@ class SandboxFactory:
         scratch = config.scratch_mb << 20
         limits = [
             # SIGXCPU at the soft limit, SIGKILL at the hard one: both timeouts (see CPU_LIMIT_SHARE in sandbox.py).
-            ("RLIMIT_CPU", cpu, max(cpu + 1, math.ceil(cpu * HARD_CPU_FACTOR))),
+            ("RLIMIT_CPU", cpu, cpu + 1),
             ("RLIMIT_AS", config.memory_mb << 20, config.memory_mb << 20),
             ("RLIMIT_NOFILE", config.max_open_files, config.max_open_files),
             ("RLIMIT_FSIZE", scratch, scratch),
