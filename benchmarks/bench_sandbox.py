@@ -133,7 +133,7 @@ def kill_rounds(rounds: int) -> None:
 
 
 def cpu_rounds(rounds: int) -> None:
-    sandbox = Sandbox(SandboxConfig(cpu_time_s=1, wall_time_s=20, max_concurrent=4))
+    sandbox = Sandbox(SandboxConfig(cpu_time_s=1, wall_time_s=120, max_concurrent=4))
 
     async def all_rounds() -> list[tuple[Status, str | None, str | None]]:
         programs = [SPIN if i % 2 else SPIN_IGNORING_SIGXCPU for i in range(rounds)]
