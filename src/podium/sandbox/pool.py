@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 
-from podium.sandbox.process import SandboxProcess, Spawner
+from podium.sandbox.process import Cleaner, SandboxProcess, Spawner
 
 CLOSE_WAIT_S = 30.0
 
@@ -34,13 +34,13 @@ class WarmPool:
         _POOLS.add(self)
 
     def take(self) -> SandboxProcess | None:
-        """A warm sandbox, or None when none is ready."""
+        """A warm sandbox, or None when none is ready (dead ones, killed from outside, are cleaned up)."""
         with self._lock:
             while self._ready:
                 candidate = self._ready.popleft()
                 if candidate.alive():
                     return candidate
-                candidate.dispose()
+                Cleaner.submit(candidate.dispose)
         return None
 
     def fill(self) -> None:

@@ -107,7 +107,7 @@ class SandboxConfig(Config):
     """When Podium runs as root, each live sandbox runs as its own uid, the lowest free one from this."""
     tag: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
     """A label on the sandbox's processes (launcher command line and PODIUM_SANDBOX_TAG in the environment),
-    so that a caller can find exactly its own sandboxes' processes."""
+    so that a caller can find exactly its own sandboxes' processes (``podium.sandbox.tagged_processes``)."""
 
 
 @dataclass(frozen=True)
