@@ -1,6 +1,6 @@
 """The sandbox's cost and its containment under heavy loops, each figure against a baseline from the same run.
 
-    python benchmarks/bench_sandbox.py [--calls 50] [--kill-rounds 40] [--cpu-rounds 20]
+    python benchmarks/bench_sandbox.py [--calls 50] [--kill-rounds 40] [--cpu-rounds 20]   (0 skips a section)
 
 1. Latency of a short call (``print(1)``): a bare ``python -I -B -c`` subprocess (the sandbox runs its
    interpreter with the same flags), a call served by a warm sandbox (the pool refilled between calls) and a
@@ -154,9 +154,13 @@ def main() -> None:
     parser.add_argument("--kill-rounds", type=int, default=40)
     parser.add_argument("--cpu-rounds", type=int, default=20)
     arguments = parser.parse_args()
-    latency(arguments.calls)
-    kill_rounds(arguments.kill_rounds)
-    cpu_rounds(arguments.cpu_rounds)
+    for section, count in (
+        (latency, arguments.calls),
+        (kill_rounds, arguments.kill_rounds),
+        (cpu_rounds, arguments.cpu_rounds),
+    ):
+        if count > 0:  # 0 skips a section
+            section(count)
 
 
 if __name__ == "__main__":
