@@ -277,6 +277,16 @@ def test_missing_bubblewrap_is_refused_with_a_clear_error():
         asyncio.run(sandbox.run_python("print(1)"))
 
 
+def test_a_sandbox_that_cannot_be_set_up_is_an_error_not_a_result(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    with own_sandbox(read_only_paths=[str(data)], warm_sandboxes=0) as sandbox:
+        assert run(sandbox, "print(1)").stdout == "1\n"
+        data.rmdir()
+        with pytest.raises(SandboxUnavailableError, match=f"Can't find source path {data}"):
+            run(sandbox, "print(2)")
+
+
 def test_unisolated_execution_only_when_opted_in(monkeypatch):
     monkeypatch.setenv("PODIUM_TEST_SECRET_TOKEN", "hunter2-secret")
     with own_sandbox(bwrap="/nonexistent/bwrap", allow_unisolated=True, cpu_time_s=1, wall_time_s=60) as sandbox:

@@ -22,6 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from podium.errors import SandboxUnavailableError
 from podium.sandbox.cgroups import SandboxCgroup
 from podium.sandbox.uids import UidLease
 
@@ -226,7 +227,7 @@ def launch(spec: LaunchSpec) -> SandboxProcess:
     if spec.info_fd >= 0:
         try:
             process.first_pidfd = _hold_first_process(popen, spec)
-        except (OSError, ValueError):
+        except (OSError, SandboxUnavailableError):
             process.dispose()
             raise
     return process
@@ -245,20 +246,31 @@ def _hold_first_process(popen: subprocess.Popen[bytes], spec: LaunchSpec) -> int
     os.close(spec.info_fd)
     spec.info_fd = -1
     if not data:
-        popen.wait()
-        stderr = popen.stderr.read() if popen.stderr else None
-        raise ValueError(f"bubblewrap failed before the sandbox started: {(stderr or b'').decode(errors='replace')}")
+        raise _setup_failure(popen)
     pid = int(json.loads(data)["child-pid"])
-    pidfd = os.pidfd_open(pid)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:  # the sandbox died while bubblewrap set it up
+        raise _setup_failure(popen) from None
     try:
         if spec.cgroup is not None:
             spec.cgroup.add(pid)
             for child in _children(pid):
                 spec.cgroup.add(child)
-    except OSError:
+    except OSError as error:
         os.close(pidfd)
+        if isinstance(error, ProcessLookupError):
+            raise _setup_failure(popen) from None
         raise
     return pidfd
+
+
+def _setup_failure(popen: subprocess.Popen[bytes]) -> SandboxUnavailableError:
+    """The error of a bubblewrap that exited before the sandbox was ready, with what it said."""
+    popen.wait()
+    said = popen.stderr.read() if popen.stderr else None
+    detail = (said or b"").decode(errors="replace").strip() or f"exit code {popen.returncode}"
+    return SandboxUnavailableError(f"bubblewrap could not set up the sandbox: {detail}")
 
 
 def _children(pid: int) -> list[int]:
