@@ -1,5 +1,6 @@
 """Isolated execution of untrusted, model-written code."""
 
 from podium.sandbox.sandbox import Sandbox, SandboxConfig, SandboxRun
+from podium.sandbox.tagged import tagged_processes
 
-__all__ = ["Sandbox", "SandboxConfig", "SandboxRun"]
+__all__ = ["Sandbox", "SandboxConfig", "SandboxRun", "tagged_processes"]

@@ -1,37 +1,94 @@
-"""Runs inside the sandbox before the user's code: applies resource limits, gives up root, runs main.py.
+"""Runs inside the sandbox: waits for one program, runs it in a child process, reports how the child ended.
 
-Invoked as ``python -I -B launcher.py UID RLIMIT_NAME=SOFT:HARD ...``; UID is the user to become when
-started as root, or ``-`` to stay. Only cheap standard-library modules are imported before the user's
-code runs (this start-up is on every call's path); this file is not imported by Podium.
+Invoked as ``python -I -B launcher.py UID WALL_S TAG REPORT_FD RLIMIT_NAME=SOFT:HARD ...``; UID is the user the
+program becomes when started as root, or ``-`` to stay; TAG only labels the process. The launcher can start
+before there is work (a warm sandbox): it imports what it needs, then blocks on stdin, where the host writes an
+8-byte little-endian length and a ``marshal``-ed dict {file name: bytes} (``main.py`` among them).
+
+The host keeps stdin open until the call is over. Once the program is received, the launcher asks the kernel
+to SIGKILL its whole process group the moment the last writer of that pipe closes it (``O_ASYNC`` with
+``F_SETSIG``): when the host gives up on the call or dies, kill -9 included, the launcher and the program die
+at once, and with them (the launcher is the sandbox's main process) every process of the sandbox. An alarm at
+the wall-clock limit plus a grace backs up the host's own wall-clock kill.
+
+The program runs in a forked child; the parent stays as a monitor, out of the program's reach when started as
+root (it keeps uid 0, the program does not), waits for it and writes ``exited CODE CPU_S`` or ``signaled
+SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the children it waited for used, so that
+the host tells a kill at the CPU-time limit from any other kill whichever signal the kernel sent.
+
+Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this file
+is not imported by Podium.
 """
 
 import _ast  # the C node types, cheaper to import than the ast module
+import _signal  # the signal module would import enum
+import fcntl
+import marshal
 import os
 import resource
 import sys
-import types
 
 MAIN = "main.py"
 AST_ONLY = 0x400  # ast.PyCF_ONLY_AST
+HEADER_BYTES = 8
+GRACE_S = 2  # the host enforces the wall limit; the alarm only backs it up
+LOST_HOST_EXIT = 125
+SIGKILL = 9
 
 
-def apply_limits(uid: str, rlimits: list[str]) -> None:
-    # RLIMIT_NPROC must be set here, after the sandbox's namespaces exist: the kernel counts processes per
-    # user *and namespace*, so set before bubblewrap it would count every process of the calling user.
-    for item in rlimits:
-        name, _, bounds = item.partition("=")
-        soft, _, hard = bounds.partition(":")
-        resource.setrlimit(getattr(resource, name), (int(soft), int(hard)))
+def read_exactly(fd: int, size: int) -> bytes:
+    chunks = []
+    while size > 0 and (chunk := os.read(fd, min(size, 1 << 20))):
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_request() -> dict[str, bytes] | None:
+    """The program's files, or None when the host closed stdin without sending any."""
+    header = read_exactly(0, HEADER_BYTES)
+    if len(header) < HEADER_BYTES:
+        return None
+    return marshal.loads(read_exactly(0, int.from_bytes(header, "little")))
+
+
+def arm_the_lifeline() -> None:
+    """SIGKILL this process group when the host closes the request pipe (a pipe signals its readers that asked
+    for it when its last writer closes); exit now if the host already has."""
+    lifeline = os.dup(0)
+    fcntl.fcntl(lifeline, fcntl.F_SETOWN, -os.getpgrp())
+    fcntl.fcntl(lifeline, fcntl.F_SETSIG, SIGKILL)
+    fcntl.fcntl(lifeline, fcntl.F_SETFL, os.O_RDONLY | os.O_NONBLOCK | os.O_ASYNC)
+    try:
+        if not os.read(lifeline, 1):
+            os._exit(LOST_HOST_EXIT)
+    except BlockingIOError:
+        pass  # still open: the host is there
+
+
+def become_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> None:
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     if uid != "-" and os.getuid() == 0:
         os.setgroups([])
         os.setresgid(int(uid), int(uid), int(uid))
         os.setresuid(int(uid), int(uid), int(uid))
+    for name, content in files.items():
+        with open(name, "xb") as handle:
+            handle.write(content)
+    # RLIMIT_NPROC must be set inside the sandbox: without a per-sandbox uid or user namespace the kernel
+    # would count every process of the calling user.
+    for item in rlimits:
+        name, _, bounds = item.partition("=")
+        soft, _, hard = bounds.partition(":")
+        resource.setrlimit(getattr(resource, name), (int(soft), int(hard)))
 
 
 def run_main() -> None:
     sys.argv = [MAIN]
     sys.path.insert(0, os.getcwd())
-    main = types.ModuleType("__main__")
+    main = type(sys)("__main__")
     main.__file__ = MAIN
     sys.modules["__main__"] = main
     try:
@@ -58,6 +115,42 @@ def run_main() -> None:
         sys.exit(1)
 
 
-if __name__ == "__main__":
-    apply_limits(sys.argv[1], sys.argv[2:])
+def start_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> None:
+    try:
+        become_the_program(uid, rlimits, files)
+    except BaseException as error:  # the program never started: say why, as the program's own error
+        os.write(2, f"sandbox launcher: {error!r}\n".encode())
+        os._exit(1)
     run_main()
+
+
+def monitor(child: int, report_fd: int) -> None:
+    """Wait for the program, report how it ended and its CPU time, and end the same way (as bubblewrap would)."""
+    _, status, usage = os.wait4(child, 0)
+    cpu_s = usage.ru_utime + usage.ru_stime
+    if os.WIFSIGNALED(status):
+        line, code = f"signaled {os.WTERMSIG(status)} {cpu_s:.6f}\n", 128 + os.WTERMSIG(status)
+    else:
+        code = os.waitstatus_to_exitcode(status)
+        line = f"exited {code} {cpu_s:.6f}\n"
+    os.write(report_fd, line.encode())
+    os._exit(code)
+
+
+def main() -> None:
+    uid, wall_s, report_fd, rlimits = sys.argv[1], float(sys.argv[2]), int(sys.argv[4]), sys.argv[5:]
+    files = read_request()
+    if files is None:
+        os._exit(LOST_HOST_EXIT)
+    arm_the_lifeline()
+    child = os.fork()
+    if child == 0:
+        os.close(report_fd)
+        start_the_program(uid, rlimits, files)
+        return
+    _signal.alarm(int(wall_s) + GRACE_S)  # in the monitor, out of the program's reach
+    monitor(child, report_fd)
+
+
+if __name__ == "__main__":
+    main()

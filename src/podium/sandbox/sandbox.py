@@ -1,87 +1,113 @@
-"""A sandbox for model-written Python: bubblewrap namespaces plus resource limits.
+"""A sandbox for model-written Python: bubblewrap namespaces, a seccomp filter, cgroup and resource limits.
 
-Isolation (bubblewrap): new PID, network, IPC, UTS and cgroup namespaces (the network namespace has only
-its own loopback); a read-only view of the system directories and the Python installation and nothing else
-of the host (no home, no project, no /etc beyond a few harmless files); size-capped tmpfs mounts, new for
-every call, as the only writable places (``/scratch``, the working directory, and ``/tmp``); a clean
-environment; a new session; all capabilities dropped and, when Podium runs as root, the code runs as
-``nobody``. Limits: CPU seconds, address space, processes, open files, file size, output bytes and
-wall-clock time. Killing the sandbox's first process kills every
-process inside it (PID namespace).
+Isolation (bubblewrap): new PID, network, IPC, UTS and cgroup namespaces (the network namespace has only its
+own loopback); a read-only view of the system directories, the Python installation and the configured paths,
+in which only regular files and directories are reachable (see :mod:`podium.sandbox.mounts`); size-capped
+tmpfs mounts, new for every call, as the only writable places (``/scratch``, the working directory, ``/tmp``
+and ``/dev/shm``); a clean environment; a new session; all capabilities dropped; a seccomp filter denying the
+system calls listed in :mod:`podium.sandbox.seccomp`; when Podium runs as root, a host uid of its own per
+live sandbox (:mod:`podium.sandbox.uids`), otherwise a user namespace of its own.
+
+Limits: CPU seconds per process, wall-clock time, memory, processes, open files, file size and output bytes.
+Memory is limited for the whole sandbox where a cgroup can be created (:mod:`podium.sandbox.cgroups`):
+processes, tmpfs files and shared memory together stay under ``memory_mb``, and ``pids.max`` bounds the
+processes. Without cgroups the bound is per process and documented: each process's address space is at most
+``memory_mb`` (RLIMIT_AS), there are at most ``max_processes`` of them (RLIMIT_NPROC, counted for the
+sandbox's own uid or user namespace), memory that address-space limits do not count is denied (memfd, System
+V shared memory) or capped (the three tmpfs mounts hold at most ``scratch_mb`` each); so the sandbox holds at
+most ``max_processes × memory_mb + 3 × scratch_mb``.
+
+Statuses: TIMEOUT at the wall-clock limit, and at the CPU-time limit whichever signal the kernel used
+(SIGXCPU at the soft limit, SIGKILL at the hard one): the launcher's monitor measures the program's CPU time,
+and such a kill counts as the CPU limit's when that time shows the program spent a good part of its limit
+(``CPU_LIMIT_SHARE``), and, for SIGKILL, the cgroup saw no out-of-memory kill. Every limit that stops a
+program is named, with its value, in the reason.
+
+Lifetime: no sandbox outlives its wall-clock limit or Podium. The sandbox's first processes die with the host
+thread that started them (the kernel's parent-death signal), and, since the host keeps the sandbox's stdin
+open for the call's duration, the kernel also kills the launcher and the program when the host dies or gives
+up at any point, kill -9 included (see launcher.py); the death of the sandbox's PID 1 kills every other
+process in it (PID namespace), and the host also kills PID 1 itself at the wall-clock limit.
+
+Each call gets a new sandbox. ``warm_sandboxes`` of them are started ahead (:mod:`podium.sandbox.pool`), so
+that a call usually finds one ready: it then costs the program's own run plus a few milliseconds.
 
 Without bubblewrap the sandbox refuses to run anything unless ``allow_unisolated`` is set; then code runs
 as a plain subprocess with the same limits (but no process limit) in a temporary directory: no isolation.
 """
 
 import asyncio
-import contextlib
-import os
-import shutil
+import marshal
 import signal
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import cached_property
-from importlib.resources import files
-from pathlib import Path
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.calls import Status
 from podium.errors import SandboxUnavailableError
+from podium.sandbox.cgroups import CgroupHost
+from podium.sandbox.factory import SandboxFactory
+from podium.sandbox.pool import WarmPool
+from podium.sandbox.process import Cleaner, Finished, SandboxProcess, Spawner
+from podium.sandbox.seccomp import build_filter, host_architecture
 
-NOBODY_UID = 65534
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-HARMLESS_ETC = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/fonts", "/etc/mime.types")
-SCRATCH = "/scratch"
-LAUNCHER = "/podium/launcher.py"
-ENVIRONMENT = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": SCRATCH,
-    "TMPDIR": SCRATCH,
-    "LANG": "C.UTF-8",
-    # Numeric libraries otherwise start one thread per core, which the process limit would refuse.
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "MPLBACKEND": "Agg",
-}
 # bubblewrap reports a child killed by signal N as exit status 128 + N.
 SIGNAL_EXIT_OFFSET = 128
+CPU_SIGNALS = ("SIGXCPU", "SIGKILL")
+# The kernel checks RLIMIT_CPU against tick-sampled CPU time, which on a busy machine can be far from the precise
+# time wait4 reports: a CPU hog sharing its core with short-lived tasks is charged their ticks too (a program
+# killed at a 2 s limit has shown 1.6 s under a load of 10 on 2 cores), a program that often sleeps is charged
+# less. So SIGXCPU or SIGKILL counts as the CPU limit's when the program used at least this share of the limit:
+# enough to set apart a program that sends itself the signal early, loose enough for any load seen.
+CPU_LIMIT_SHARE = 0.25
 
 
 class SandboxConfig(Config):
     """Limits and isolation settings of the code sandbox."""
 
     cpu_time_s: PositiveFloat = 10.0
-    """CPU seconds per process before it is stopped (RLIMIT_CPU)."""
+    """CPU seconds per process before it is stopped (RLIMIT_CPU, whole seconds); reported as TIMEOUT."""
     wall_time_s: PositiveFloat = 30.0
-    """Wall-clock seconds before the whole sandbox is killed."""
+    """Wall-clock seconds before the whole sandbox is killed; reported as TIMEOUT."""
     memory_mb: PositiveInt = 1024
-    """Address-space limit per process, in MiB (RLIMIT_AS)."""
+    """Memory in MiB: the address space of each process (RLIMIT_AS) and, where Podium can create a cgroup, all
+    the sandbox's memory together (processes, shared memory and the files in its tmpfs)."""
     max_processes: PositiveInt = 64
-    """Most processes and threads inside the sandbox (RLIMIT_NPROC)."""
+    """Most processes and threads inside the sandbox (RLIMIT_NPROC, and pids.max with a cgroup)."""
     max_open_files: PositiveInt = 256
     """Most open file descriptors per process (RLIMIT_NOFILE)."""
     scratch_mb: PositiveInt = 64
-    """Size of each writable filesystem (/scratch and /tmp), in MiB; also the largest file that may be written."""
+    """Size of each writable filesystem (/scratch, /tmp and /dev/shm), in MiB; also the largest file that may be
+    written."""
     max_output_bytes: PositiveInt = 65_536
     """Most bytes of stdout plus stderr kept; a program that writes more is stopped."""
     python: str = sys.executable
     """Interpreter that runs the code; its installation (and virtual environment) is visible read-only."""
     read_only_paths: list[str] = Field(default_factory=list)
-    """Extra host paths made visible read-only at the same place (data sets, model files)."""
+    """Extra host paths made visible read-only at the same place (data sets, model files); sockets and FIFOs
+    in them are hidden."""
     bwrap: str = "bwrap"
     """The bubblewrap executable."""
     allow_unisolated: bool = False
     """Run code as a plain subprocess when bubblewrap is unavailable. Unsafe: only for trusted code."""
     max_concurrent: PositiveInt = 8
     """Most sandboxes running at once; further runs wait."""
+    warm_sandboxes: NonNegativeInt = 2
+    """Sandboxes started ahead of calls, each waiting to serve exactly one call (0: start one per call)."""
+    use_cgroups: bool = True
+    """Give each sandbox a cgroup (memory and process limits for the whole sandbox) when this host allows it;
+    False, or a host that does not, leaves the per-process bounds described in the module documentation."""
+    first_uid: PositiveInt = 100_000
+    """When Podium runs as root, each live sandbox runs as its own uid, the lowest free one from this."""
+    tag: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
+    """A label on the sandbox's processes (launcher command line and PODIUM_SANDBOX_TAG in the environment),
+    so that a caller can find exactly its own sandboxes' processes (``podium.sandbox.tagged_processes``)."""
 
 
 @dataclass(frozen=True)
@@ -91,28 +117,32 @@ class SandboxRun:
     stdout: str
     stderr: str
     exit_code: int | None
-    """Exit status, or None when it was killed at the wall-clock limit."""
+    """Exit status (128 + N when killed by signal N), or None when it was killed at the wall-clock limit."""
     signal: str | None
     """Name of the signal that ended it, if one did."""
     wall_timeout: bool
     output_overflow: bool
     isolated: bool
     seconds: float
+    cpu_timeout: bool = False
+    """Stopped at its CPU-time limit, whichever signal the kernel used."""
+    memory_exceeded: bool = False
+    """The kernel killed one of its processes at the sandbox's memory limit."""
+    cpu_seconds: float | None = None
+    """CPU time of the program and the children it waited for, when it ended by itself."""
+    limit_reason: str | None = None
+    """Which limit stopped it, with the limit's value."""
 
     @property
     def status(self) -> Status:
-        if self.wall_timeout or self.signal == "SIGXCPU":
+        if self.wall_timeout or self.cpu_timeout:
             return Status.TIMEOUT
         return Status.OK if self.exit_code == 0 and not self.output_overflow else Status.EXEC_ERR
 
     @property
     def reason(self) -> str | None:
-        if self.wall_timeout:
-            return "wall-clock time limit exceeded; the sandbox was killed"
-        if self.signal == "SIGXCPU":
-            return "CPU time limit exceeded"
-        if self.output_overflow:
-            return "output limit exceeded; the program was stopped"
+        if self.limit_reason is not None and self.status is not Status.OK:
+            return self.limit_reason
         if self.signal is not None:
             return f"killed by {self.signal}"
         if self.exit_code:
@@ -121,260 +151,186 @@ class SandboxRun:
 
 
 class Sandbox:
-    """Runs Python code under the configured isolation and limits; safe to share across tasks."""
+    """Runs Python code under the configured isolation and limits; safe to share across tasks and loops."""
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         self._isolated: bool | None = None
         self._running = LoopSemaphore(self.config.max_concurrent)
-        self._launcher = (files("podium.sandbox") / "launcher.py").read_bytes()
+        self._factory: SandboxFactory | None = None
+        self._pool: WarmPool | None = None
+        self.cgroup_problem: str | None = None
+        """Why sandboxes have no cgroup (None when they have one, or before the first run)."""
 
     def isolation(self) -> str:
         """``bubblewrap``, or ``none`` when running unisolated by the user's choice; raises if neither."""
         if self._isolated is None:
-            problem = self._probe_bubblewrap()
+            factory, problem = self._make_factory()
             if problem is not None and not self.config.allow_unisolated:
+                factory.close()
                 raise SandboxUnavailableError(
                     f"cannot isolate code: {problem}. Install bubblewrap (Debian/Ubuntu: apt-get install "
                     "bubblewrap) or, for trusted code only, allow unisolated execution (allow_unisolated: true, "
                     "or --allow-unisolated)"
                 )
+            factory.isolated = problem is None
+            if not factory.isolated:
+                factory.cgroups = None
+            self._factory = factory
+            self._pool = WarmPool(self.config.warm_sandboxes, factory.start)
+            self._pool.fill()
+            weakref.finalize(self, _shut_down, self._pool, factory)
             self._isolated = problem is None
         return "bubblewrap" if self._isolated else "none"
+
+    def memory_scope(self) -> str:
+        """``sandbox`` when one cgroup limits all of a sandbox's memory, ``process`` when each process's is."""
+        self.isolation()
+        return "sandbox" if self._factory is not None and self._factory.cgroups is not None else "process"
 
     async def run_python(self, code: str, files: Mapping[str, str | bytes] | None = None) -> SandboxRun:
         """Run ``code`` as ``main.py`` in a fresh scratch directory holding ``files`` (name → content)."""
         isolated = self.isolation() == "bubblewrap"
         inputs = {"main.py": code, **(files or {})}
         for name in inputs:
-            if "/" in name or name in ("", ".", ".."):
+            if "/" in name or name in ("", ".", "..") or "\0" in name:
                 raise ValueError(f"sandbox file names must be plain names, got {name!r}")
+        payload = marshal.dumps({n: c.encode() if isinstance(c, str) else bytes(c) for n, c in inputs.items()})
+        request = len(payload).to_bytes(8, "little") + payload
         async with self._running:
-            if isolated:
-                return await self._run_isolated(inputs)
-            return await self._run_unisolated(inputs)
+            process = await self._acquire()
+            try:
+                finished = await process.run(request, self.config.wall_time_s, self.config.max_output_bytes)
+            finally:
+                assert self._pool is not None
+                self._pool.fill()
+        return self._describe(finished, isolated=isolated)
 
-    def _rlimits(self, *, with_process_limit: bool) -> list[tuple[str, int, int]]:
-        config = self.config
-        cpu = max(1, round(config.cpu_time_s))
-        scratch = config.scratch_mb << 20
-        limits = [
-            ("RLIMIT_CPU", cpu, cpu + 1),  # soft limit sends SIGXCPU, reported as a timeout
-            ("RLIMIT_AS", config.memory_mb << 20, config.memory_mb << 20),
-            ("RLIMIT_NOFILE", config.max_open_files, config.max_open_files),
-            ("RLIMIT_FSIZE", scratch, scratch),
-            ("RLIMIT_CORE", 0, 0),
-        ]
-        if with_process_limit:
-            limits.append(("RLIMIT_NPROC", config.max_processes, config.max_processes))
-        return limits
+    def close(self) -> None:
+        """Kill the warm sandboxes and keep none from now on (later calls each start their own sandbox)."""
+        if self._pool is not None:
+            self._pool.close()
 
-    def _launcher_arguments(self, *, isolated: bool) -> list[str]:
-        uid = str(NOBODY_UID) if isolated and os.geteuid() == 0 else "-"
-        return [uid, *(f"{name}={soft}:{hard}" for name, soft, hard in self._rlimits(with_process_limit=isolated))]
+    async def _acquire(self) -> SandboxProcess:
+        assert self._pool is not None and self._factory is not None
+        warm = self._pool.take()
+        if warm is not None and self._factory.isolated and warm.spec.hidden != self._factory.special_files():
+            # A socket or FIFO appeared in a read-only path since this sandbox started: it would be reachable.
+            Cleaner.submit(warm.dispose)
+            warm = None
+        if warm is not None:
+            return warm
+        starting = Spawner.submit(self._factory.start)
+        try:
+            return await asyncio.wrap_future(starting)
+        except asyncio.CancelledError:  # the sandbox may still arrive: it must not be left waiting
+            starting.add_done_callback(_dispose_unused)
+            raise
 
-    def _bwrap_command(self, fds: dict[str, int]) -> list[str]:
-        config = self.config
-        command = [config.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        if os.geteuid() == 0:
-            # As root, skip the user namespace (it would map the code to host uid 0, which the kernel exempts
-            # from RLIMIT_NPROC); keep only what the launcher needs to switch to nobody.
-            command += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-            command += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    def _make_factory(self) -> tuple[SandboxFactory, str | None]:
+        architecture = host_architecture()
+        seccomp = build_filter(architecture) if architecture is not None else b""
+        cgroups = None
+        if self.config.use_cgroups:
+            probed = CgroupHost.probe()
+            cgroups, self.cgroup_problem = (probed, None) if isinstance(probed, CgroupHost) else (None, probed)
         else:
-            command += ["--unshare-all", "--unshare-user", "--disable-userns"]
-        command += ["--hostname", "sandbox"]
-        command += _system_mounts()
-        # /tmp is mounted before the read-only binds: an interpreter or virtual environment may live under it.
-        for writable in ("/tmp", SCRATCH):
-            command += ["--perms", "1777", "--size", str(config.scratch_mb << 20), "--tmpfs", writable]
-        command += self._read_only_binds
-        command += ["--proc", "/proc", "--dev", "/dev"]
-        for name, fd in fds.items():
-            if name == LAUNCHER:
-                command += ["--ro-bind-data", str(fd), LAUNCHER]
-            else:
-                command += ["--perms", "0666", "--file", str(fd), f"{SCRATCH}/{name}"]
-        command += ["--chdir", SCRATCH, "--clearenv"]
-        for key, value in ENVIRONMENT.items():
-            command += ["--setenv", key, value]
-        return command
+            self.cgroup_problem = "disabled by the configuration (use_cgroups: false)"
+        factory = SandboxFactory(self.config, isolated=True, cgroups=cgroups, seccomp=seccomp)
+        if architecture is None:
+            return factory, "no seccomp filter is known for this machine's architecture"
+        return factory, factory.probe()
 
-    @cached_property
-    def _read_only_binds(self) -> list[str]:
-        # Resolving paths costs syscalls; the config is fixed once the sandbox exists, so do it once.
-        return _read_only_mounts(self._visible_paths())
-
-    def _visible_paths(self) -> list[str]:
-        python = Path(self.config.python)
-        paths = {str(Path(sys.prefix)), str(Path(sys.base_prefix)), str(python.parent), str(python.resolve().parent)}
-        if python != Path(sys.executable):
-            paths.add(str(python.resolve().parent.parent))
-        paths.update(str(Path(p).resolve()) for p in self.config.read_only_paths)
-        return sorted(paths)
-
-    async def _run_isolated(self, inputs: Mapping[str, str | bytes]) -> SandboxRun:
-        fds = {name: _memfd(name, content) for name, content in inputs.items()}
-        fds[LAUNCHER] = _memfd("launcher", self._launcher)
-        try:
-            command = [
-                *self._bwrap_command(fds),
-                "--",
-                self.config.python,
-                "-I",
-                "-B",
-                LAUNCHER,
-                *self._launcher_arguments(isolated=True),
-            ]
-            return await self._execute(command, pass_fds=tuple(fds.values()), cwd=None, isolated=True)
-        finally:
-            for fd in fds.values():
-                os.close(fd)
-
-    async def _run_unisolated(self, inputs: Mapping[str, str | bytes]) -> SandboxRun:
-        with tempfile.TemporaryDirectory(prefix="podium-unisolated-") as directory:
-            for name, content in inputs.items():
-                data = content.encode() if isinstance(content, str) else content
-                (Path(directory) / name).write_bytes(data)
-            launcher = Path(directory) / ".podium_launcher.py"
-            launcher.write_bytes(self._launcher)
-            command = [self.config.python, "-I", "-B", str(launcher), *self._launcher_arguments(isolated=False)]
-            environment = {**ENVIRONMENT, "HOME": directory, "TMPDIR": directory}
-            return await self._execute(command, pass_fds=(), cwd=directory, isolated=False, env=environment)
-
-    async def _execute(
-        self,
-        command: list[str],
-        *,
-        pass_fds: tuple[int, ...],
-        cwd: str | None,
-        isolated: bool,
-        env: dict[str, str] | None = None,
-    ) -> SandboxRun:
-        started = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=pass_fds,
-            cwd=cwd,
-            env=env if env is not None else {},
-            start_new_session=True,
-        )
-        output = _CappedOutput(self.config.max_output_bytes, lambda: _kill(process))
-        wall_timeout = False
-        try:
-            await asyncio.wait_for(
-                asyncio.gather(
-                    output.pump(process.stdout, output.stdout),
-                    output.pump(process.stderr, output.stderr),
-                    process.wait(),
-                ),
-                timeout=self.config.wall_time_s,
-            )
-        except TimeoutError:
-            wall_timeout = True
-        finally:
-            if process.returncode is None:
-                _kill(process)
-                await process.wait()
-        code = process.returncode
-        signal_name = _signal_name(code, isolated=isolated)
+    def _describe(self, finished: Finished, *, isolated: bool) -> SandboxRun:
+        exit_code, signal_name, cpu_seconds = _outcome(finished, isolated=isolated)
+        assert self._factory is not None
+        cpu_limit = self._factory.cpu_limit_s()
+        if cpu_seconds is not None:  # measured: a kill at the CPU limit, whichever signal the kernel sent
+            out_of_memory = signal_name == "SIGKILL" and finished.oom_killed
+            cpu_timeout = signal_name in CPU_SIGNALS and cpu_seconds >= CPU_LIMIT_SHARE * cpu_limit
+            cpu_timeout = cpu_timeout and not out_of_memory
+        else:
+            cpu_timeout = signal_name == "SIGXCPU"
+        cpu_timeout = cpu_timeout and not finished.wall_timeout
         return SandboxRun(
-            stdout=output.stdout.decode("utf-8", errors="replace"),
-            stderr=output.stderr.decode("utf-8", errors="replace"),
-            exit_code=None if wall_timeout else code,
-            signal=None if wall_timeout else signal_name,
-            wall_timeout=wall_timeout,
-            output_overflow=output.overflow,
+            stdout=finished.stdout.decode("utf-8", errors="replace"),
+            stderr=finished.stderr.decode("utf-8", errors="replace"),
+            exit_code=None if finished.wall_timeout else exit_code,
+            signal=None if finished.wall_timeout else signal_name,
+            wall_timeout=finished.wall_timeout,
+            output_overflow=finished.output_overflow,
             isolated=isolated,
-            seconds=time.perf_counter() - started,
+            seconds=finished.seconds,
+            cpu_timeout=cpu_timeout,
+            memory_exceeded=finished.oom_killed,
+            cpu_seconds=cpu_seconds,
+            limit_reason=self._limit_reason(finished, cpu_timeout=cpu_timeout, cpu_limit=cpu_limit),
         )
 
-    def _probe_bubblewrap(self) -> str | None:
-        """Why bubblewrap cannot run code here, or None when it can."""
-        if shutil.which(self.config.bwrap) is None:
-            return f"'{self.config.bwrap}' was not found"
-        probe = [*self._bwrap_command({}), "--", self.config.python, "-I", "-c", "pass"]
-        try:
-            completed = subprocess.run(probe, capture_output=True, timeout=30, env={}, check=False)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"bubblewrap failed to start: {error}"
-        if completed.returncode != 0:
-            detail = completed.stderr.decode(errors="replace").strip() or f"exit code {completed.returncode}"
-            return f"bubblewrap cannot create a sandbox here ({detail})"
+    def _limit_reason(self, finished: Finished, *, cpu_timeout: bool, cpu_limit: int) -> str | None:
+        """Which limit stopped the program, with its value; the first that applies of wall, CPU, output, memory."""
+        config = self.config
+        if finished.wall_timeout:
+            return f"wall-clock time limit ({config.wall_time_s:g} s) exceeded; the sandbox was killed"
+        if cpu_timeout:
+            return f"CPU time limit ({cpu_limit} s) exceeded"
+        if finished.output_overflow:
+            return f"output limit ({config.max_output_bytes} bytes) exceeded; the program was stopped"
+        if finished.oom_killed:
+            return f"memory limit ({config.memory_mb} MiB) exceeded; a process was killed"
         return None
 
 
-class _CappedOutput:
-    """Collects stdout and stderr up to a combined byte limit, then stops the program."""
-
-    def __init__(self, limit: int, stop: Callable[[], None]) -> None:
-        self.limit = limit
-        self.stop = stop
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.overflow = False
-
-    async def pump(self, stream: asyncio.StreamReader | None, into: bytearray) -> None:
-        assert stream is not None
-        while chunk := await stream.read(65_536):
-            room = self.limit - len(self.stdout) - len(self.stderr)
-            into += chunk[: max(room, 0)]
-            if len(chunk) > room and not self.overflow:
-                self.overflow = True
-                self.stop()
+def _outcome(finished: Finished, *, isolated: bool) -> tuple[int | None, str | None, float | None]:
+    """(exit status as bubblewrap reports it, name of the signal that ended the program, its CPU seconds)."""
+    report = _parse_report(finished.report)
+    if report is not None:  # the launcher's monitor saw how the program ended and measured its CPU time
+        kind, value, cpu_seconds = report
+        if kind == "signaled":
+            return SIGNAL_EXIT_OFFSET + value, _signal_name(value), cpu_seconds
+        return value, None, cpu_seconds
+    # No report: the sandbox was killed (limits, cancellation) before the monitor could write one.
+    exit_code = finished.returncode
+    signal_name = _returncode_signal(exit_code, isolated=isolated)
+    if exit_code is not None and exit_code < 0:  # killed by a signal, unisolated: report it as bubblewrap does
+        exit_code = SIGNAL_EXIT_OFFSET - exit_code
+    return exit_code, signal_name, None
 
 
-def _memfd(name: str, content: str | bytes) -> int:
-    fd = os.memfd_create(f"podium-{name}")
-    os.write(fd, content.encode() if isinstance(content, str) else content)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+def _dispose_unused(starting: "Future[SandboxProcess]") -> None:
+    if not starting.cancelled() and starting.exception() is None:
+        starting.result().dispose()
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _shut_down(pool: WarmPool, factory: SandboxFactory) -> None:
+    pool.close()
+    factory.close()
 
 
-def _signal_name(code: int | None, *, isolated: bool) -> str | None:
-    if code is None:
+def _parse_report(data: bytes) -> tuple[str, int, float] | None:
+    """The launcher's line: (``exited`` or ``signaled``, code or signal number, CPU seconds); None if absent."""
+    parts = data.decode("ascii", errors="replace").split()
+    if len(parts) != 3 or parts[0] not in ("exited", "signaled"):
         return None
-    number = code - SIGNAL_EXIT_OFFSET if isolated and code > SIGNAL_EXIT_OFFSET else -code if code < 0 else None
-    if number is None:
+    try:
+        return parts[0], int(parts[1]), float(parts[2])
+    except ValueError:
         return None
+
+
+def _signal_name(number: int) -> str | None:
     try:
         return signal.Signals(number).name
     except ValueError:
         return None
 
 
-def _system_mounts() -> list[str]:
-    mounts: list[str] = []
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):
-            mounts += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            mounts += ["--ro-bind", path, path]
-    for path in HARMLESS_ETC:
-        mounts += ["--ro-bind-try", path, path]
-    return mounts
-
-
-def _read_only_mounts(paths: list[str]) -> list[str]:
-    """Bind each path read-only, creating its parents world-readable (bubblewrap would copy modes such as
-    /root's 0700, and the code, running as nobody, could not reach the interpreter)."""
-    covered = [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
-    covered = [p for p in covered if not any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS)]
-    mounts: list[str] = []
-    made: set[str] = set()
-    for path in covered:
-        for parent in reversed(Path(path).parents):
-            name = str(parent)
-            if name != "/" and name not in made:
-                made.add(name)
-                mounts += ["--perms", "0755", "--dir", name]
-        mounts += ["--ro-bind", path, path]
-    return mounts
+def _returncode_signal(code: int | None, *, isolated: bool) -> str | None:
+    """The signal a process died of, from its return code (bubblewrap's 128 + N, or Python's -N)."""
+    if code is None:
+        return None
+    if code < 0:
+        return _signal_name(-code)
+    if isolated and code > SIGNAL_EXIT_OFFSET:
+        return _signal_name(code - SIGNAL_EXIT_OFFSET)
+    return None
