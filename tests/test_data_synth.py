@@ -1,6 +1,7 @@
 """``podium synth domain`` with a scripted LLM: every step and filter counted, the written domain loaded by
 ``podium.envs`` and evaluated by ``podium eval`` like airline and retail, generated code checked, resume."""
 
+import ast
 import asyncio
 import json
 
@@ -13,7 +14,7 @@ from podium.cli import app
 from podium.data.llm import load_prompt
 from podium.data.store import DataError
 from podium.data.synth import SynthConfig, synthesize_domain
-from podium.data.synth.code import build_toolkit, parse_function, toolkit_source
+from podium.data.synth.code import HEADER, MODULE_NAMES, build_toolkit, parse_function, toolkit_source
 from podium.envs import ActionKind, golden_actions, load_domain
 from podium.envs.domain import Domain, tau2_module
 from podium.envs.evaluation import gold_grade, replay
@@ -181,3 +182,10 @@ def test_generated_tools_run_on_tau2_atomically_with_ids_that_replay():
     assert first.ok and environment.db_hash() != domain.initial_hash
     again = domain.environment().call("shelve", {"book_id": "B1"})
     assert again.content == first.content  # the refused call drew no id: a fresh episode draws the same one
+
+
+def test_the_module_names_a_function_body_may_use_are_the_ones_tools_py_imports():
+    module = ast.parse(HEADER.format(name="x", domain="d", model="m", prompt="p", cls="XTools", db_cls="XDB"))
+    imports = [node for node in module.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    imported = {alias.asname or alias.name for node in imports for alias in node.names}
+    assert MODULE_NAMES - {"self"} <= imported
