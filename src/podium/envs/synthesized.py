@@ -23,6 +23,12 @@ from pydantic import ConfigDict
 from podium.envs.domain import tau2_module
 from podium.errors import PodiumError
 
+_TOOLKIT = tau2_module("tau2.environment.toolkit")
+# tau2's own tag and tool types, served from here so that a generated ``tools.py`` reaches tau2 only through
+# tau2_module, which silences tau2's import-time logging first.
+is_tool = _TOOLKIT.is_tool
+ToolType = _TOOLKIT.ToolType
+
 Record = dict[str, Any]
 Table = dict[str, Record]
 
@@ -83,7 +89,7 @@ class TablesDB(tau2_module("tau2.environment.db").DB):  # type: ignore[misc]
             raise
 
 
-class SynthesizedTools(tau2_module("tau2.environment.toolkit").ToolKitBase):  # type: ignore[misc]
+class SynthesizedTools(_TOOLKIT.ToolKitBase):  # type: ignore[misc]
     """Base of a synthesized domain's toolkit: atomic calls, deterministic ids, a fixed clock."""
 
     domain: str = ""

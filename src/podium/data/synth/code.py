@@ -35,9 +35,7 @@ Written by {model} (prompt {prompt}) and checked by `podium synth domain`. Loade
 import copy
 from typing import Any
 
-from tau2.environment.toolkit import ToolType, is_tool
-
-from podium.envs.synthesized import SynthesizedTools, TablesDB, ToolError
+from podium.envs.synthesized import SynthesizedTools, TablesDB, ToolError, ToolType, is_tool
 
 
 class {db_cls}(TablesDB):
