@@ -93,7 +93,6 @@ FIND_MEMBER = _code(
         """
         for member_id, member in self.db.table("members").items():
             if member["email"] == email:
-                self.db.touch("members", member_id)
                 return member_id
         raise ToolError("member not found")
     '''

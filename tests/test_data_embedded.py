@@ -131,4 +131,4 @@ def test_synth_domain(tmp_path):
     funnel = run(synthesize_domain(config))
     loaded = load_domain("library", tmp_path)
     assert len(loaded.tasks) == funnel.outputs["tasks.json"]
-    assert len(loaded.toolkit.actions()) == funnel.outputs["tools.py"]
+    assert len(loaded.tool_kinds) == funnel.outputs["tools.py"]

@@ -1,6 +1,7 @@
 """``podium synth domain`` with a scripted LLM: every step and filter counted, the written domain loaded by
 ``podium.envs`` and evaluated by ``podium eval`` like airline and retail, generated code checked, resume."""
 
+import ast
 import asyncio
 import json
 
@@ -13,9 +14,10 @@ from podium.cli import app
 from podium.data.llm import load_prompt
 from podium.data.store import DataError
 from podium.data.synth import SynthConfig, synthesize_domain
-from podium.data.synth.code import parse_function
-from podium.envs import ActionKind, load_domain
-from podium.envs.evaluation import judge_actions
+from podium.data.synth.code import HEADER, MODULE_NAMES, build_toolkit, parse_function, toolkit_source
+from podium.envs import ActionKind, golden_actions, load_domain
+from podium.envs.domain import Domain, tau2_module
+from podium.envs.evaluation import gold_grade, replay
 from tests.data_fixtures import library_backend, scripted_worker
 
 AGENT = [
@@ -66,8 +68,7 @@ def test_synthesis_counts_each_step_and_writes_a_domain_podium_envs_loads(tmp_pa
     assert funnel.outputs == {"db.json": 3, "tools.py": 5, "tasks.json": 1}
 
     domain = load_domain("library", tmp_path / "tau2")
-    kinds = domain.toolkit.actions()
-    assert kinds == {
+    assert domain.tool_kinds == {
         "borrow_book": ActionKind.WRITE,
         "count_books": ActionKind.READ,
         "find_member": ActionKind.READ,
@@ -75,12 +76,14 @@ def test_synthesis_counts_each_step_and_writes_a_domain_podium_envs_loads(tmp_pa
         "sneaky_read": ActionKind.READ,
     }
     [task] = domain.tasks
-    assert [action.name for action in task.golden_actions] == ["find_member", "borrow_book"]
-    provenance = task.description["provenance"]
+    assert [action.name for action in golden_actions(task)] == ["find_member", "borrow_book"]
+    [raw_task] = json.loads((tmp_path / "tau2" / "library" / "tasks.json").read_text())
+    task_model = tau2_module("tau2.data_model.tasks").Task
+    assert task_model.model_validate(raw_task).model_dump(mode="json", exclude_unset=True) == raw_task  # all tau2's
+    provenance = json.loads((tmp_path / "tau2" / "library" / "synthesis" / "provenance.json").read_text())["0"]
     assert (provenance["model"], provenance["stage"]) == ("library-llm", "synth-domain")
     assert provenance["decisions"] == ["golden calls execute", "needs an action", "solved by serial:agent at attempt 1"]
-    criteria = judge_actions(domain, task, task.golden_actions, [])
-    assert criteria.solved and criteria.golden.changed
+    assert gold_grade(domain, task).strict_solved and replay(domain, task, golden_actions(task)).changed
     assert json.loads((tmp_path / "tau2" / "library" / "db.json").read_text())["books"]["B1"]["copies"] == 2
     splits = json.loads((tmp_path / "tau2" / "library" / "split_tasks.json").read_text())
     assert splits["base"] == ["0"] and sorted(splits["train"] + splits["test"]) == ["0"]
@@ -126,6 +129,7 @@ def test_a_rerun_resumes_from_the_recorded_steps_without_asking_again(tmp_path):
         ('def f(x: int) -> int:\n    """Doc."""\n    return x', "first parameter is not self"),
         ('def _f(self) -> int:\n    """Doc."""\n    return 1', "reserved or private name"),
         ("x = 1", "not exactly one function definition"),
+        ('def get_tools(self) -> int:\n    """Doc."""\n    return 1', "reserved or private name"),  # tau2's
     ],
 )
 def test_generated_functions_are_checked_before_they_run(code, problem):
@@ -142,3 +146,46 @@ def test_prompts_are_versioned_files_and_a_prompts_dir_overrides_them(tmp_path):
     assert mine.version == 2 and mine.render(count=3, domain="a zoo") == "List 3 subjects of a zoo."
     with pytest.raises(DataError, match=r"no value for \['domain'\]"):
         mine.render(count=3)
+
+
+SHELVE = '''
+def shelve(self, book_id: str) -> str:
+    """Put a copy of a book back on the shelf and log it; a shelf holds two copies at most.
+
+    Args:
+        book_id: The book id.
+    """
+    book = self.db.get("books", book_id, "book")
+    book["copies"] += 1
+    log_id = self.new_id("0123456789", 4, self.db.table("log"), "S")
+    self.db.insert("log", log_id, {"book_id": book_id, "at": self.now})
+    if book["copies"] > 2:
+        raise ToolError("the shelf is full")
+    return log_id
+'''
+
+
+def test_generated_tools_run_on_tau2_atomically_with_ids_that_replay():
+    header = {"name": "shelf", "domain": "a shelf", "model": "m", "prompt": "p"}
+    header |= {"cls": "ShelfTools", "db_cls": "ShelfDB"}
+    function, problem = parse_function(SHELVE.strip())
+    assert problem is None
+    kit = build_toolkit(toolkit_source([("write", function)], header), header)
+    db = {"books": {"B1": {"copies": 1}, "B2": {"copies": 2}}, "log": {}}
+    domain = Domain(name="shelf", policy="", tasks=[], kit=kit, db_text=json.dumps(db))
+    assert domain.tool_kinds == {"shelve": ActionKind.WRITE}
+    environment = domain.environment()
+    refused = environment.call("shelve", {"book_id": "B2"})
+    assert not refused.ok and "the shelf is full" in refused.content
+    assert environment.db_hash() == domain.initial_hash  # the copy and the log entry it wrote are undone
+    first = environment.call("shelve", {"book_id": "B1"})
+    assert first.ok and environment.db_hash() != domain.initial_hash
+    again = domain.environment().call("shelve", {"book_id": "B1"})
+    assert again.content == first.content  # the refused call drew no id: a fresh episode draws the same one
+
+
+def test_the_module_names_a_function_body_may_use_are_the_ones_tools_py_imports():
+    module = ast.parse(HEADER.format(name="x", domain="d", model="m", prompt="p", cls="XTools", db_cls="XDB"))
+    imports = [node for node in module.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    imported = {alias.asname or alias.name for node in imports for alias in node.names}
+    assert MODULE_NAMES - {"self"} <= imported

@@ -297,10 +297,16 @@ def grade_trajectory(domain: Domain, task: Any, trajectory: Trajectory) -> Tau2G
 
 def gold_grade(domain: Domain, task: Any) -> Tau2Grade:
     """The grade of the conversation that performs the gold actions and then tells every communicate_info item."""
+    return performed_grade(domain, task, golden_actions(task))
+
+
+def performed_grade(domain: Domain, task: Any, actions: Sequence[Any]) -> Tau2Grade:
+    """The grade of the conversation that performs ``actions`` (anything with ``name`` and ``arguments``) and then
+    tells every communicate_info item: with no actions, whether a task is solved by talking alone."""
     message = tau2_module("tau2.data_model.message")
     environment = domain.environment(task)
     history: list[Any] = [message.UserMessage(role="user", content="Hello.")]
-    for number, action in enumerate(golden_actions(task)):
+    for number, action in enumerate(actions):
         call = message.ToolCall(id=str(number), name=action.name, arguments=dict(action.arguments))
         history.append(message.AssistantMessage(role="assistant", tool_calls=[call]))
         history.append(environment.tau2.get_response(call))

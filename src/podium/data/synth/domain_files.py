@@ -25,11 +25,9 @@ class Candidate(Record):
     """The versioned prompt that wrote it."""
 
 
-def tau2_task(
-    task_id: str, candidate: Candidate, domain: str, provenance: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A candidate in tau2's task format; ``provenance`` (who wrote it, which filters it passed) goes into its
-    description, which tau2 keeps free-form."""
+def tau2_task(task_id: str, candidate: Candidate, domain: str) -> dict[str, Any]:
+    """A candidate as tau2 task JSON (``tau2.data_model.tasks.Task``: nothing tau2 would drop on loading it; who
+    wrote it and which filters it passed are kept beside, in ``synthesis/provenance.json``)."""
     value = candidate.value
     actions = [
         {"action_id": f"{task_id}_{index}", "name": call["name"], "arguments": call.get("arguments", {}), "info": None}
@@ -44,7 +42,6 @@ def tau2_task(
             "purpose": candidate.intent,
             "relevant_policies": None,
             "notes": notes,
-            **({"provenance": provenance} if provenance else {}),
         },
         "user_scenario": {
             "persona": None,

@@ -3,32 +3,34 @@
 orchestrator over the pool solves it within k attempts (the three tau2 criteria, against a simulated user)."""
 
 import asyncio
+from typing import Any
 
 from podium.benchmarks.items import BenchmarkItem
 from podium.data.solver import Solver, sample_seed
 from podium.data.sources import SourcedItem
 from podium.data.synth.config import StepResult
-from podium.envs import ActionKind, Domain, Task
-from podium.envs.evaluation import judge_actions
+from podium.envs.domain import ActionKind, Domain, golden_actions
+from podium.envs.evaluation import performed_grade
 from podium.graders.environment import EnvironmentVerifier
 
 
-def _execute(domain: Domain, task: Task) -> str | None:
+def _execute(domain: Domain, task: Any) -> str | None:
     environment = domain.environment(task)
-    for action in task.golden_actions:
+    for action in golden_actions(task):
         if action.name not in environment.kinds:
             return "golden call names no function"
-        before = environment.db.state_hash()
+        before = environment.db_hash()
         if not environment.call(action.name, dict(action.arguments)).ok:
             return "golden call fails"
-        if environment.kinds[action.name] is ActionKind.READ and environment.db.state_hash() != before:
+        if environment.kinds[action.name] is ActionKind.READ and environment.db_hash() != before:
             return "read-tagged function changes the database"
     return None
 
 
-async def golden_problem(domain: Domain, task: Task, timeout_s: float) -> str | None:
-    """Why the task's golden calls do not execute cleanly on a fresh database (``None`` when they do)."""
-    if not task.golden_actions:
+async def golden_problem(domain: Domain, task: Any, timeout_s: float) -> str | None:
+    """Why the task's (a tau2 ``Task``) golden calls do not execute cleanly on a fresh database (``None`` when
+    they do)."""
+    if not golden_actions(task):
         return "no golden call"
     try:
         return await asyncio.wait_for(asyncio.to_thread(_execute, domain, task), timeout_s)
@@ -36,17 +38,18 @@ async def golden_problem(domain: Domain, task: Task, timeout_s: float) -> str | 
         return "golden calls did not finish in time"
 
 
-def solvable_without_action(domain: Domain, task: Task) -> bool:
-    """Whether an agent that calls nothing and just says the required information meets all three criteria."""
-    return judge_actions(domain, task, [], list(task.communicate_info)).solved
+def solvable_without_action(domain: Domain, task: Any) -> bool:
+    """Whether an agent that calls nothing and just says the required information is solved by Podium's strict
+    verdict (the tau2 reward is 1 and the three criteria of SPEC §6.3 hold)."""
+    return performed_grade(domain, task, []).strict_solved
 
 
 async def pass_at_k(
-    solver: Solver, domain: Domain, task: Task, tau2_dir: str, *, k: int, temperature: float, seed: int
+    solver: Solver, domain: Domain, task: Any, tau2_dir: str, *, k: int, temperature: float, seed: int
 ) -> StepResult:
     """The solver's attempts at a task until one solves it (at most ``k``)."""
     instructions = task.user_scenario.instructions
-    request = instructions.get("reason_for_call", "") if isinstance(instructions, dict) else instructions
+    request = instructions if isinstance(instructions, str) else instructions.reason_for_call
     item = BenchmarkItem(
         id=task.id,
         question=str(request),

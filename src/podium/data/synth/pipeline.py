@@ -25,13 +25,12 @@ from podium.data.funnel import FunnelBuilder
 from podium.data.pools import PoolCache
 from podium.data.provenance import podium_version, short_hash
 from podium.data.store import WorkLog
-from podium.data.synth.code import build_toolkit, function_problem, parse_function, toolkit_source
+from podium.data.synth.code import build_toolkit, function_problem, kit_tools, parse_function, toolkit_source
 from podium.data.synth.config import StepResult, SynthConfig
 from podium.data.synth.domain_files import Candidate
 from podium.data.synth.schema import IDENTIFIER, TableSpec, record_problem, reference_problem, table_problem
 from podium.data.synth.steps import CONDITIONS, Generator
-from podium.envs import Database, Toolkit
-from podium.pool.tool import schema_from_function
+from podium.envs import DomainKit
 
 STAGE = "synth-domain"
 
@@ -50,7 +49,8 @@ class Synthesis:
             "domain": config.domain.replace('"', "'"),
             "model": self.generator.writer.backend.model,
             "prompt": self.generator.prompts["functions"].id,
-            "cls": "".join(part.capitalize() for part in config.name.split("_")) + "Tools",
+            "cls": _class_name(config.name) + "Tools",
+            "db_cls": _class_name(config.name) + "DB",
         }
         self.beyond: dict[str, int] = {}
         """Records a step wrote beyond what was asked for, per step."""
@@ -223,18 +223,17 @@ class Synthesis:
         self.funnel.apply("functions", "functions", proposed, reason)
         return accepted
 
-    def function_text(self, toolkit: type[Toolkit]) -> str:
+    def function_text(self, kit: DomainKit) -> str:
+        """The functions as the task and policy prompts show them: name, kind, description, arguments."""
         lines = []
-        instance = toolkit(Database({}))
-        for name, kind in sorted(toolkit.actions().items()):
-            spec = schema_from_function(getattr(instance, name))
-            arguments = json.dumps(spec.parameters.get("properties", {}), ensure_ascii=False)
-            lines.append(f"- {name} [{kind.value}]: {spec.description} Arguments: {arguments}")
+        for made in kit_tools(kit):
+            arguments = json.dumps(made.tool.spec.parameters.get("properties", {}), ensure_ascii=False)
+            lines.append(f"- {made.tool.name} [{made.kind.value}]: {made.tool.spec.description} Arguments: {arguments}")
         return "\n".join(lines) or "(none)"
 
-    def toolkit(self, functions: list[tuple[str, ast.FunctionDef]]) -> tuple[str, type[Toolkit]]:
+    def toolkit(self, functions: list[tuple[str, ast.FunctionDef]]) -> tuple[str, DomainKit]:
         source = toolkit_source(functions, self.header)
-        return source, build_toolkit(source, self.header["cls"])
+        return source, build_toolkit(source, self.header)
 
     def task_provenance(self, candidate: Candidate) -> dict[str, Any]:
         """Who wrote a kept task and what it passed: stored in the task's description."""
@@ -249,3 +248,7 @@ class Synthesis:
 
     def content_hash(self, *parts: Any) -> str:
         return short_hash(list(parts))
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))

@@ -17,6 +17,9 @@ from podium.data.synth.steps import database_excerpt
 from podium.envs import Domain, load_domain
 from podium.graders.records import Funnel
 
+PROVENANCE_FILE = "provenance.json"
+"""Beside ``synthesis.json``: task id → who wrote the task and which filters it passed."""
+
 
 def _reason_head(reason: str) -> str:
     return reason.split(":")[0] or "no reply"
@@ -133,11 +136,11 @@ async def synthesize_domain(
     run = Synthesis(config, stage, backend=backend)
     tables = await run.tables(await run.subjects())
     database = await run.database(tables)
-    source, toolkit = run.toolkit(await run.functions(tables))
-    functions = run.function_text(toolkit)
+    source, kit = run.toolkit(await run.functions(tables))
+    functions = run.function_text(kit)
     written = await run.one("policy", lambda: run.generator.policy(functions))
     policy = (written or {}).get("policy") or derived_policy(config, functions)
-    names = sorted(toolkit.actions())
+    names = sorted(kit.toolkit().tools)
     proposed = await candidates(run, functions, database_excerpt(database), names) if names else []
     staging = (
         root
@@ -148,10 +151,8 @@ async def synthesize_domain(
     staged = [tau2_task(str(index), candidate, config.name) for index, candidate in enumerate(proposed)]
     write_domain(staging / config.name, database=database, tools_source=source, policy=policy, tasks=staged)
     kept = await filtered(run, proposed, load_domain(config.name, staging), staging) if proposed else []
-    tasks = [
-        tau2_task(str(index), candidate, config.name, run.task_provenance(candidate))
-        for index, candidate in enumerate(kept)
-    ]
+    tasks = [tau2_task(str(index), candidate, config.name) for index, candidate in enumerate(kept)]
+    provenance = {str(index): run.task_provenance(candidate) for index, candidate in enumerate(kept)}
     splits = task_splits([task["id"] for task in tasks], config.test_fraction, config.seed)
     write_domain(root, database=database, tools_source=source, policy=policy, tasks=tasks, splits=splits)
     record = {
@@ -164,6 +165,7 @@ async def synthesize_domain(
         "podium_version": podium_version(),
     }
     write_text_atomic(root / "synthesis" / "synthesis.json", json.dumps(record, indent=2) + "\n")
+    write_text_atomic(root / "synthesis" / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
     outputs = {
         "db.json": sum(len(records) for records in database.values()),
         "tools.py": len(names),
