@@ -193,7 +193,7 @@ def field_option(config: type[Config], field: str, *flags: str, **extra: Any) ->
     info = config.model_fields[field]
     text = (info.description or "").replace("``", "")
     if info.is_required():
-        return typer.Option(*flags, help=f"{text} [required]", show_default=False, **extra)
+        return typer.Option(*flags, help=f"{text} (required)", show_default=False, **extra)
     default = info.get_default(call_default_factory=True)
     shown: bool | str = False if default in (None, [], {}) or isinstance(default, BaseModel) else str(default)
     return typer.Option(*flags, help=text, show_default=shown, **extra)
