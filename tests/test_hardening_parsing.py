@@ -156,3 +156,12 @@ def test_a_megabyte_output_ends_the_episode_with_a_named_stop() -> None:
     assert trajectory.stop_reason in (StopReason.MAX_TURNS, StopReason.MAX_PARSE_ERRORS, StopReason.DEADLINE)
     assert all(result.status is Status.PARSE_ERR for result in trajectory.results)
     assert json.loads(trajectory.model_dump_json())["turns"]
+
+
+def test_a_closing_tag_inside_a_call_s_string_does_not_cut_the_call() -> None:
+    code = "print('</tool_call>')"
+    text = f"<tool_call>{json.dumps({'name': 'python', 'arguments': {'code': code}})}</tool_call>"
+    calls, invalid = read_tool_calls(text + '<tool_call>{"name": "other", "arguments": {}}</tool_call>')
+    assert [call.arguments for call in calls] == [{"code": code}, {}] and not invalid
+    calls, invalid = read_tool_calls('<tool_call>{"name": "python", "arguments": {"code": "</tool_call> tail')
+    assert not calls and "not valid JSON" in invalid[0].reason  # no JSON value closes: cut at the first tag

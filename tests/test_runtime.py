@@ -367,3 +367,14 @@ def test_role_cost_bounds_charge_their_own_helper_tool() -> None:
     assert searcher == pytest.approx(
         generation_bound(PRICE, QUERY_PROMPT + "x", 64).usd + MAX_QUERIES * search_usd + own[1]
     )
+
+
+def test_the_summarizer_grammar_ends_with_a_boxed_answer_within_the_budget():
+    from podium.backends.grammar import fit
+    from podium.runtime.summarizer import summary_grammar
+
+    grammar = fit(summary_grammar, 192)
+    assert grammar.max_tokens is not None and grammar.max_tokens <= 192
+    assert re.fullmatch(grammar.regex, "The product is \\boxed{121932631112635269}")
+    assert not re.fullmatch(grammar.regex, "</tool"), "an echoed tag is not an answer"
+    assert not re.fullmatch(grammar.regex, "The manager has ended the episode: write the final answer now.")

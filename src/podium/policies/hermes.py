@@ -41,21 +41,51 @@ MAX_CALL_BLOCKS = 32
 reported as one PARSE_ERR instead of being read one by one."""
 
 
-def tagged_blocks(text: str, opening: str, closing: str, limit: int = sys.maxsize) -> tuple[list[str], str | None, int]:
+def tagged_blocks(
+    text: str, opening: str, closing: str, limit: int = sys.maxsize, json_bodies: bool = False
+) -> tuple[list[str], str | None, int]:
     """The bodies of the first ``limit`` ``opening…closing`` blocks of ``text``, left to right (a block ends at
     the first ``closing`` after its ``opening``); the unclosed tail from an ``opening`` that has no ``closing``;
-    and how many openings follow the ``limit``-th block. Linear time: each character is scanned once."""
+    and how many openings follow the ``limit``-th block. With ``json_bodies``, a body that is a JSON value
+    followed by ``closing`` ends there, even when one of its strings holds ``closing`` (a program that prints the
+    tag). Linear time: each character is scanned once, or for JSON bodies at most :data:`MAX_CALL_CHARS` more."""
     bodies: list[str] = []
     position = 0
     while (start := text.find(opening, position)) >= 0:
         if len(bodies) == limit:
             return bodies, None, text.count(opening, start)
-        end = text.find(closing, start + len(opening))
+        begin = start + len(opening)
+        end = text.find(closing, begin)
         if end < 0:
             return bodies, text[start:], 0
-        bodies.append(text[start + len(opening) : end])
+        if json_bodies:
+            end = _json_block_end(text, begin, end, closing)
+        bodies.append(text[begin:end])
         position = end + len(closing)
     return bodies, None, 0
+
+
+MAX_CALL_CHARS = 65_536
+"""Longest call body read as JSON past a closing tag inside one of its strings."""
+_DECODER = json.JSONDecoder()
+
+
+def _json_block_end(text: str, begin: int, first_close: int, closing: str) -> int:
+    """Where the block opened at ``begin`` ends: ``first_close``, unless the body up to it is not JSON while a JSON
+    value starting at ``begin`` is followed by ``closing`` further on."""
+    try:
+        json.loads(text[begin:first_close])
+        return first_close
+    except (ValueError, RecursionError):
+        pass
+    window = text[begin : begin + MAX_CALL_CHARS]
+    start = len(window) - len(window.lstrip())
+    try:
+        _, end = _DECODER.raw_decode(window, start)
+    except (ValueError, RecursionError):
+        return first_close
+    after = end + len(window[end:]) - len(window[end:].lstrip())
+    return begin + after if window.startswith(closing, after) else first_close
 
 
 def read_tool_calls(text: str) -> tuple[list[ToolCall], list[InvalidCall]]:
@@ -63,7 +93,7 @@ def read_tool_calls(text: str) -> tuple[list[ToolCall], list[InvalidCall]]:
     rest with the reason."""
     calls: list[ToolCall] = []
     invalid: list[InvalidCall] = []
-    bodies, unclosed, unread = tagged_blocks(text, OPEN, CLOSE, MAX_CALL_BLOCKS)
+    bodies, unclosed, unread = tagged_blocks(text, OPEN, CLOSE, MAX_CALL_BLOCKS, json_bodies=True)
     for body in bodies:
         block = body.strip()
         call_or_reason = _read_call(block, f"call_{len(calls) + len(invalid)}")

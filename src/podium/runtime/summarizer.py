@@ -2,8 +2,8 @@
 answer."""
 
 from podium.backends.base import ChatBackend
+from podium.backends.grammar import BudgetTooSmall, Grammar, Limits, fit, free_text, literal, sequence
 from podium.core.messages import Message
-from podium.costs.bounds import generation_bound
 from podium.policies.parallel import FINAL_ANSWER
 from podium.pool.context import current_episode
 from podium.pool.tool import Tool, ToolOutput
@@ -25,12 +25,29 @@ def _request() -> str:
     )
 
 
+def _messages() -> list[Message]:
+    return [Message(role="system", content=SUMMARIZER_PROMPT), Message(role="user", content=_request())]
+
+
+def summary_grammar(limits: Limits) -> Grammar:
+    """Brief reasoning, then the answer in ``\\boxed{}``: what the prompt asks for, so that a small model that
+    would echo the prompt or open a tag still ends with an answer."""
+    reasoning = free_text(r"[^<\\{}]", 0, limits.thinking)
+    return sequence(reasoning, literal("\\boxed{"), free_text(r"[^{}<\n]", 1, limits.answer), literal("}"))
+
+
 def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> Tool:
-    """The ``final_answer`` tool, backed by ``backend``."""
+    """The ``final_answer`` tool, backed by ``backend``; decoded under :func:`summary_grammar` where the backend
+    takes regular expressions."""
 
     async def run() -> ToolOutput:
-        messages = [Message(role="system", content=SUMMARIZER_PROMPT), Message(role="user", content=_request())]
-        return await ask(backend, messages, max_tokens=max_tokens)
+        options: dict[str, object] = {}
+        if backend.supports_regex:
+            try:
+                options["regex"] = fit(summary_grammar, max_tokens).regex
+            except BudgetTooSmall:  # a budget this small leaves the reply free rather than impossible
+                pass
+        return await ask(backend, _messages(), max_tokens=max_tokens, **options)
 
     return Tool.from_schema(
         FINAL_ANSWER.name,
@@ -38,5 +55,5 @@ def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> 
         FINAL_ANSWER.parameters,
         run,
         timeout_s=timeout_s,
-        cost_bound=lambda _arguments: generation_bound(backend.price, SUMMARIZER_PROMPT + _request(), max_tokens),
+        cost_bound=lambda _arguments: backend.generation_bound(_messages(), max_tokens),
     )
