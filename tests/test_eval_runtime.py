@@ -201,9 +201,10 @@ def test_tool_use_items_converse_and_the_environment_verifier_scores_them(tmp_pa
 def test_a_checkpoint_path_loads_and_orchestrates():
     worker = {"name": "trained", "backend": "local", "model": "trained-smollm2", "path": str(embedded_model_dir())}
     pool = {"workers": [{**worker, "price": FREE}], "tools": ["python"]}
-    config = {"kind": "orchestrator", "orchestrator": "trained", "deny": ["trained"], "max_turns": 1, "max_tokens": 24}
+    # The budget holds the serial grammar's fixed parts (97 tokens) with a little free text.
+    config = {"kind": "orchestrator", "orchestrator": "trained", "deny": ["trained"], "max_turns": 1, "max_tokens": 128}
     system = build({**config, "pool": pool})
     item = BenchmarkItem(id="q", question="What is 6 * 7?", gold="42", verifier="math")
     trajectory = asyncio.run(system.solve(item))
     assert trajectory.metadata["orchestrator"] == "trained-smollm2" and trajectory.metadata["constrained"]
-    assert len(trajectory.turns) == 1 and 0 < trajectory.turns[0].usage.output_tokens <= 24
+    assert len(trajectory.turns) == 1 and 0 < trajectory.turns[0].usage.output_tokens <= 128

@@ -46,7 +46,7 @@ README_COMMANDS: dict[str, list[str]] = {
     "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500": [],
     "podium experiment check experiments/*.yaml": [],
     "podium serve --port 8000": [],
-    "podium eval --benchmark tau2_retail --system examples/systems/embedded-orchestrator.yaml --limit 1 --out "
+    "podium eval --benchmark tau2_retail --system examples/systems/embedded-tau2.yaml --limit 1 --out "
     "runs/retail --tau2-results runs/retail.json": [],
     "podium env score runs/retail.json": [],
 }
@@ -167,14 +167,14 @@ def test_eval_then_report(workdir):
 @pytest.mark.slow
 def test_tau2_eval_then_score(workdir):
     command = (
-        "podium eval --benchmark tau2_retail --system examples/systems/embedded-orchestrator.yaml --limit 1 --out "
+        "podium eval --benchmark tau2_retail --system examples/systems/embedded-tau2.yaml --limit 1 --out "
         "runs/retail --tau2-results runs/retail.json"
     )
     evaluated = podium(workdir, command)
     assert evaluated.returncode == 0, evaluated.stderr
     scored = podium(workdir, "podium env score runs/retail.json")
     assert scored.returncode == 0, scored.stderr
-    assert "retail" in scored.stdout
+    assert "1/1 simulations scored: mean tau2 reward" in scored.stdout
 
 
 @pytest.mark.slow

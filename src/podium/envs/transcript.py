@@ -102,6 +102,8 @@ def tau2_messages(trajectory: Trajectory, tool_names: Collection[str]) -> list[A
             messages.extend(_call_messages(turn, domain_calls))
         elif not turn.results and turn.parse_error is None:
             answer = _said(lines, "assistant", trajectory)
+            if answer is None and turn is trajectory.turns[-1] and trajectory.answer is not None:
+                answer = trajectory.answer  # the last answer, given after the user had used up their turns
             if answer is None:
                 raise TranscriptError(
                     f"trajectory {trajectory.id}: an answer of turn {turn.index} never reached the user"
