@@ -1,6 +1,8 @@
 """ParaManager's frozen summarizer: ``final_answer`` hands the episode's history to a model that writes the
 answer."""
 
+import contextlib
+
 from podium.backends.base import ChatBackend
 from podium.backends.grammar import BudgetTooSmall, Grammar, Limits, fit, free_text, literal, sequence
 from podium.core.messages import Message
@@ -42,11 +44,10 @@ def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> 
 
     async def run() -> ToolOutput:
         options: dict[str, object] = {}
-        if backend.supports_regex:
-            try:
+        # A budget too small for the grammar leaves the reply free rather than impossible.
+        with contextlib.suppress(BudgetTooSmall):
+            if backend.supports_regex:
                 options["regex"] = fit(summary_grammar, max_tokens).regex
-            except BudgetTooSmall:  # a budget this small leaves the reply free rather than impossible
-                pass
         return await ask(backend, _messages(), max_tokens=max_tokens, **options)
 
     return Tool.from_schema(
