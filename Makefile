@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo test test-extras lint bench clean claim claim-eval
+.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -16,13 +16,19 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
-# The embedded SmolLM2-135M orchestrates the demo pool offline under each policy; its actions are decoded under
-# grammars sized to the turn budget, so every call closes and runs. Answers and traces go to demo-trace.jsonl.
+# The embedded SmolLM2-135M with the demo's LoRA adapter (examples/demo/adapter, made by `podium train sft --config
+# examples/demo/train_sft.yaml`) orchestrates the demo pool offline under each policy; actions are decoded under
+# grammars sized to the turn budget, so every call closes and runs. `make demo-untrained` runs the bare model.
+# Answers and traces go to demo-trace.jsonl.
 DEMO_QUESTION ?= What is 123456789 * 987654321?
+DEMO_POOL ?= examples/demo/pool-trained.yaml
 demo: setup
-	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/serial.yaml --trace demo-trace.jsonl
-	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/parallel.yaml --trace demo-trace.jsonl
-	$(BIN)/podium run "$(DEMO_QUESTION)" --pool examples/demo/pool.yaml --config examples/demo/dag.yaml --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool $(DEMO_POOL) --config examples/demo/serial.yaml --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool $(DEMO_POOL) --config examples/demo/parallel.yaml --trace demo-trace.jsonl
+	$(BIN)/podium run "$(DEMO_QUESTION)" --pool $(DEMO_POOL) --config examples/demo/dag.yaml --trace demo-trace.jsonl
+
+demo-untrained:
+	$(MAKE) demo DEMO_POOL=examples/demo/pool.yaml
 
 test: setup
 	@./scripts/install-system-deps.sh --for-tests
