@@ -71,13 +71,8 @@ _DECODER = json.JSONDecoder()
 
 
 def _json_block_end(text: str, begin: int, first_close: int, closing: str) -> int:
-    """Where the block opened at ``begin`` ends: ``first_close``, unless the body up to it is not JSON while a JSON
-    value starting at ``begin`` is followed by ``closing`` further on."""
-    try:
-        json.loads(text[begin:first_close])
-        return first_close
-    except (ValueError, RecursionError):
-        pass
+    """Where the block opened at ``begin`` ends: after the JSON value starting there when ``closing`` follows it
+    (a ``closing`` inside one of its strings is then part of the value), else at ``first_close``."""
     window = text[begin : begin + MAX_CALL_CHARS]
     start = len(window) - len(window.lstrip())
     try:

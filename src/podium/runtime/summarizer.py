@@ -41,13 +41,13 @@ def summary_grammar(limits: Limits) -> Grammar:
 def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> Tool:
     """The ``final_answer`` tool, backed by ``backend``; decoded under :func:`summary_grammar` where the backend
     takes regular expressions."""
+    options: dict[str, object] = {}
+    # A budget too small for the grammar leaves the reply free rather than impossible.
+    with contextlib.suppress(BudgetTooSmall):
+        if backend.supports_regex:
+            options["regex"] = fit(summary_grammar, max_tokens).regex
 
     async def run() -> ToolOutput:
-        options: dict[str, object] = {}
-        # A budget too small for the grammar leaves the reply free rather than impossible.
-        with contextlib.suppress(BudgetTooSmall):
-            if backend.supports_regex:
-                options["regex"] = fit(summary_grammar, max_tokens).regex
         return await ask(backend, _messages(), max_tokens=max_tokens, **options)
 
     return Tool.from_schema(

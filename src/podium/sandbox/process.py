@@ -128,6 +128,15 @@ class SandboxProcess:
                 if self.popen.returncode is None:  # timed out, or the call was cancelled
                     self.kill()
                     self.popen.wait()
+            if (
+                self.first_pidfd is not None
+                and not report
+                and not wall_timeout
+                and output.stderr.startswith(b"bwrap: ")
+            ):
+                # bubblewrap may report the sandbox's PID 1 and only then fail to set the sandbox up: the launcher
+                # never ran, so there is no program outcome, only the set-up failure.
+                raise _setup_error(bytes(output.stderr), self.popen.returncode)
             cgroup = self.spec.cgroup
             return Finished(
                 stdout=bytes(output.stdout),
@@ -268,8 +277,11 @@ def _hold_first_process(popen: subprocess.Popen[bytes], spec: LaunchSpec) -> int
 def _setup_failure(popen: subprocess.Popen[bytes]) -> SandboxUnavailableError:
     """The error of a bubblewrap that exited before the sandbox was ready, with what it said."""
     popen.wait()
-    said = popen.stderr.read() if popen.stderr else None
-    detail = (said or b"").decode(errors="replace").strip() or f"exit code {popen.returncode}"
+    return _setup_error(popen.stderr.read() if popen.stderr else None, popen.returncode)
+
+
+def _setup_error(said: bytes | None, returncode: int | None) -> SandboxUnavailableError:
+    detail = (said or b"").decode(errors="replace").strip() or f"exit code {returncode}"
     return SandboxUnavailableError(f"bubblewrap could not set up the sandbox: {detail}")
 
 

@@ -242,11 +242,6 @@ class Sandbox:
         return factory, factory.probe()
 
     def _describe(self, finished: Finished, *, isolated: bool) -> SandboxRun:
-        if isolated and not finished.report and not finished.wall_timeout and finished.stderr.startswith(b"bwrap: "):
-            # bubblewrap may report the sandbox's PID 1 before it fails to set the sandbox up: the launcher never
-            # ran, so there is no program outcome to describe.
-            said = finished.stderr.decode(errors="replace").strip()
-            raise SandboxUnavailableError(f"bubblewrap could not set up the sandbox: {said}")
         exit_code, signal_name, cpu_seconds = _outcome(finished, isolated=isolated)
         assert self._factory is not None
         cpu_limit = self._factory.cpu_limit_s()
