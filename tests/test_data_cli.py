@@ -4,10 +4,8 @@ JSON Lines, the USD cap's exit status, funnels in ``podium report``, and SIGKILL
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
@@ -15,6 +13,7 @@ from typer.testing import CliRunner
 
 from podium.cli import app
 from tests.data_fixtures import scripted_worker, write_tasks
+from tests.kill_resume import kill_while_writing
 from tests.servers import FaultServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,10 +66,6 @@ def test_json_lines_the_cap_and_the_report(tmp_path):
     assert "Data funnels" in page and "<td>verifier</td>" in page
 
 
-def _lines(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
-
-
 def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_path):
     items = 30
     tasks = write_tasks(tmp_path / "tasks.jsonl", [(f"q{i}", f"What is {i} + 1?", str(i + 1)) for i in range(items)])
@@ -83,18 +78,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
         teacher.write_text(yaml.safe_dump({"pool": {"workers": [worker], "tools": []}}))
         command = [sys.executable, "-m", "podium", "data", "collect", "--tasks", str(tasks), "--teacher", str(teacher),
                    "--samples", "1", "--concurrency", "2", "--out", str(tmp_path / "out"), "--quiet"]  # fmt: skip
-        killed = 0
-        for _ in range(2):
-            target = _lines(work) + 5
-            child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            deadline = time.monotonic() + 90
-            while _lines(work) < target and child.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.002)
-            time.sleep(rng.uniform(0.0, 0.05))
-            if child.poll() is None:
-                os.kill(child.pid, signal.SIGKILL)
-                killed += 1
-            child.communicate(timeout=30)
+        killed = kill_while_writing(command, REPO, work, rounds=2, lines_before=5, rng=rng, wait_s=90)
         assert killed >= 1, "the run finished before it could be interrupted"
         final = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert final.returncode == 0, final.stderr

@@ -1,12 +1,9 @@
 """Kill ``podium eval`` with SIGKILL at random moments, resume each time, and lose or duplicate nothing."""
 
 import json
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from podium.benchmarks.loaders import shared_data_dir
 from podium.evaluate.runner import RESULTS_FILE
 
 from .eval_runner import oracle_knows
+from .kill_resume import kill_while_writing
 
 pytestmark = pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")
 REPO = Path(__file__).resolve().parents[1]
@@ -23,10 +21,6 @@ KILLS = 4
 LINES_BEFORE_KILL = 8
 """New lines to wait for before each kill: 4 kills × (8 + a few) stay well below the 100 samples, so every kill
 lands mid-run."""
-
-
-def _line_count(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def _command(system: Path, out: Path) -> list[str]:
@@ -42,18 +36,9 @@ def test_sigkill_at_random_points_then_resume_loses_and_duplicates_nothing(tmp_p
     out = tmp_path / "run"
     results = out / RESULTS_FILE
     rng = random.Random(7)
-    killed = 0
-    for _ in range(KILLS):
-        target = _line_count(results) + LINES_BEFORE_KILL
-        child = subprocess.Popen(_command(system, out), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        while _line_count(results) < target and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(rng.uniform(0.0, 0.05))
-        if child.poll() is None:
-            os.kill(child.pid, signal.SIGKILL)
-            killed += 1
-        child.communicate(timeout=30)
+    killed = kill_while_writing(
+        _command(system, out), REPO, results, rounds=KILLS, lines_before=LINES_BEFORE_KILL, rng=rng, wait_s=60
+    )
     assert killed >= 3, "the run finished before it could be interrupted; slow the oracle down"
 
     final = subprocess.run(_command(system, out), cwd=REPO, capture_output=True, text=True, timeout=120)
