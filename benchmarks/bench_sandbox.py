@@ -5,7 +5,8 @@
 1. Latency of a short call (``print(1)``): a bare ``python -I -B -c`` subprocess (the sandbox runs its
    interpreter with the same flags), a call served by a warm sandbox (the pool refilled between calls) and a
    cold call (``warm_sandboxes: 0``, each call starts its sandbox). Targets (issue 16): warm p50 < 10 ms,
-   cold p50 <= 1.2x bare.
+   cold p50 <= 1.2x bare. A cold call's floor is shown beside it: bubblewrap with the sandbox's own arguments
+   running ``/bin/true``, against ``/bin/true`` run directly.
 2. kill -9 of the parent: a separate Python process starts a sandbox running ``sleep 3600`` (wall limit 120 s),
    alternately cold and from a warm pool; once the program runs, the parent is killed with SIGKILL; every
    process of the sandbox (found by its tag) must be gone within 5 s. Target (issue 15): 0 survivors.
@@ -16,6 +17,7 @@
 import argparse
 import asyncio
 import collections
+import os
 import signal
 import statistics
 import subprocess
@@ -26,6 +28,8 @@ import uuid
 
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
+from podium.sandbox.factory import SandboxFactory
+from podium.sandbox.seccomp import build_filter, host_architecture
 
 GRACE_S = 5.0
 REFILL_PAUSE_S = 0.1  # long enough for the pool to start a replacement between calls
@@ -40,9 +44,24 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 
 def bare_call_seconds() -> float:
+    return command_seconds([sys.executable, "-I", "-B", "-c", SHORT_CALL])
+
+
+def command_seconds(command: list[str], pass_fds: tuple[int, ...] = ()) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-I", "-B", "-c", SHORT_CALL], capture_output=True, check=True)
+    subprocess.run(command, capture_output=True, check=True, pass_fds=pass_fds)
     return time.perf_counter() - started
+
+
+def bubblewrap_seconds(factory: SandboxFactory) -> float:
+    """bubblewrap alone: the sandbox's namespaces, mounts and seccomp filter around ``/bin/true``."""
+    fds: list[int] = []
+    command = factory.bubblewrap(fds, root=os.geteuid() == 0)
+    try:
+        return command_seconds([*command, "--", "/bin/true"], tuple(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 async def sandbox_call_seconds(sandbox: Sandbox, pause_s: float) -> float:
@@ -57,17 +76,30 @@ async def sandbox_call_seconds(sandbox: Sandbox, pause_s: float) -> float:
 def latency(calls: int) -> None:
     """Interleaved rounds of bare, warm and cold calls, so that drift in the machine's load hits all three."""
     warm, cold = Sandbox(SandboxConfig(warm_sandboxes=2)), Sandbox(SandboxConfig(warm_sandboxes=0))
-    samples: dict[str, list[float]] = {"bare subprocess": [], "warm sandbox": [], "cold sandbox": []}
-    for _ in range(3):  # page cache, bubblewrap probe, cgroup probe, pool
-        bare_call_seconds()
-        asyncio.run(sandbox_call_seconds(warm, REFILL_PAUSE_S))
-        asyncio.run(sandbox_call_seconds(cold, 0))
-    for _ in range(calls):
-        samples["bare subprocess"].append(bare_call_seconds())
-        samples["warm sandbox"].append(asyncio.run(sandbox_call_seconds(warm, REFILL_PAUSE_S)))
-        samples["cold sandbox"].append(asyncio.run(sandbox_call_seconds(cold, 0)))
+    architecture = host_architecture()
+    seccomp = build_filter(architecture) if architecture is not None else b""
+    bubblewrap = SandboxFactory(SandboxConfig(), isolated=True, cgroups=None, seccomp=seccomp)
+    samples: dict[str, list[float]] = {
+        "bare subprocess": [],
+        "warm sandbox": [],
+        "cold sandbox": [],
+        "/bin/true": [],
+        "bubblewrap /bin/true": [],
+    }
+    for round_number in range(calls + 3):  # 3 rounds to warm up: page cache, probes, pool
+        figures = {
+            "bare subprocess": bare_call_seconds(),
+            "warm sandbox": asyncio.run(sandbox_call_seconds(warm, REFILL_PAUSE_S)),
+            "cold sandbox": asyncio.run(sandbox_call_seconds(cold, 0)),
+            "/bin/true": command_seconds(["/bin/true"]),
+            "bubblewrap /bin/true": bubblewrap_seconds(bubblewrap),
+        }
+        for label, seconds in figures.items():
+            if round_number >= 3:
+                samples[label].append(seconds)
     warm.close()
     cold.close()
+    bubblewrap.close()
     print(f"{calls} calls of {SHORT_CALL}          p50 ms   p95 ms   mean ms")
     for label, values in samples.items():
         print(
@@ -82,6 +114,11 @@ def latency(calls: int) -> None:
         f"({'meets' if warm_p50 < 0.010 else 'misses'} the < 10 ms target)"
     )
     print(f"cold p50 = {cold_ratio:.2f}x bare ({'meets' if cold_ratio <= 1.2 else 'misses'} the 1.2x target)")
+    floor = percentile(samples["bubblewrap /bin/true"], 0.5) - percentile(samples["/bin/true"], 0.5)
+    print(
+        f"bubblewrap's own set-up adds {floor * 1e3:.1f} ms to a process start: a cold call's floor is "
+        f"{(bare + floor) / bare:.2f}x bare before the cgroup, the launcher and the call"
+    )
     print(f"memory limited per {warm.memory_scope()}" + (f" ({warm.cgroup_problem})" if warm.cgroup_problem else ""))
 
 

@@ -46,6 +46,25 @@ def test_errors_come_back_as_the_program_printed_them(sandbox):
     assert "launcher" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("ending", "exit_code", "stderr"),
+    [("", 0, ""), ("sys.exit()", 0, ""), ("sys.exit(3)", 3, ""), ("sys.exit('no way')", 1, "no way\n")],
+)
+def test_the_program_ends_as_python_would(sandbox, ending, exit_code, stderr):
+    # The launcher leaves without tearing the interpreter down: what a Python exit does must still happen
+    # (non-daemon threads joined, exit handlers run, buffered output flushed) and the status be the same.
+    code = f"""
+        import atexit, sys, threading, time
+        atexit.register(lambda: print("handler ran", end=""))
+        threading.Thread(target=lambda: (time.sleep(0.2), print("thread done"))).start()
+        print("no newline, still buffered; ", end="")
+        {ending}
+        """
+    result = run(sandbox, code)
+    assert result.exit_code == exit_code and result.stderr == stderr
+    assert result.stdout == "no newline, still buffered; thread done\nhandler ran"
+
+
 def test_no_network_not_even_the_hosts_loopback(sandbox):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]

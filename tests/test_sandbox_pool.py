@@ -19,18 +19,26 @@ WAIT_S = 30.0
 
 
 def waiting_launchers(tag: str) -> list[int]:
-    """This test's warm sandboxes: launchers of the tag that have no program yet (still reading their request)."""
-    waiting = []
+    """This test's warm sandboxes: their main launcher processes (the monitor, not the child it forked to become
+    the program) while they have no program yet."""
+    launchers = {}
     for pid in tagged_processes(tag):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline, open(f"/proc/{pid}/environ", "rb") as environ:
-                is_launcher = b"/podium/launcher.py" in cmdline.read().split(b"\0")
-                has_program = os.path.exists(f"/proc/{pid}/cwd/main.py")
-                if is_launcher and not has_program and environ.read():
-                    waiting.append(pid)
-        except OSError:
+                if b"/podium/launcher.py" in cmdline.read().split(b"\0") and environ.read():
+                    launchers[pid] = parent_of(pid)
+        except (OSError, ValueError):
             continue
-    return waiting
+    return [
+        pid
+        for pid, parent in launchers.items()
+        if parent not in launchers and not os.path.exists(f"/proc/{pid}/cwd/main.py")
+    ]
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rpartition(")")[2].split()[1])
 
 
 def eventually(condition, timeout_s: float = WAIT_S) -> bool:

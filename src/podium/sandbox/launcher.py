@@ -11,10 +11,14 @@ to SIGKILL its whole process group the moment the last writer of that pipe close
 at once, and with them (the launcher is the sandbox's main process) every process of the sandbox. An alarm at
 the wall-clock limit plus a grace backs up the host's own wall-clock kill.
 
-The program runs in a forked child; the parent stays as a monitor, out of the program's reach when started as
-root (it keeps uid 0, the program does not), waits for it and writes ``exited CODE CPU_S`` or ``signaled
-SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the children it waited for used, so that
-the host tells a kill at the CPU-time limit from any other kill whichever signal the kernel sent.
+The launcher forks before there is work: the child reads the request and becomes the program, so that neither
+the fork nor anything else but the program's own run is on a warm call's path. The parent stays as a monitor,
+out of the program's reach when started as root (it keeps uid 0, the program does not), waits for it and writes
+``exited CODE CPU_S`` or ``signaled SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the
+children it waited for used, so that the host tells a kill at the CPU-time limit from any other kill whichever
+signal the kernel sent. Once the program's main module is done (its non-daemon threads joined and its exit
+handlers run, as in any Python exit), the child flushes its output and leaves without tearing the interpreter
+down: the teardown would cost milliseconds of copied pages, and the whole sandbox is discarded anyway.
 
 Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this file
 is not imported by Podium.
@@ -22,7 +26,9 @@ is not imported by Podium.
 
 import _ast  # the C node types, cheaper to import than the ast module
 import _signal  # the signal module would import enum
+import atexit
 import fcntl
+import gc
 import marshal
 import os
 import resource
@@ -85,7 +91,8 @@ def become_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) ->
         resource.setrlimit(getattr(resource, name), (int(soft), int(hard)))
 
 
-def run_main() -> None:
+def run_main() -> int:
+    """Run ``main.py`` as ``python main.py`` would; its exit status."""
     sys.argv = [MAIN]
     sys.path.insert(0, os.getcwd())
     main = type(sys)("__main__")
@@ -101,8 +108,8 @@ def run_main() -> None:
             value = eval(compile(_ast.Expression(last.value), MAIN, "eval"), main.__dict__)
             if value is not None:
                 print(repr(value))
-    except SystemExit:
-        raise
+    except SystemExit as exit_request:
+        return exit_status(exit_request)
     except BaseException as error:
         import traceback
 
@@ -111,8 +118,19 @@ def run_main() -> None:
         while frames is not None and frames.tb_frame.f_code.co_filename != MAIN:
             frames = frames.tb_next
         traceback.print_exception(type(error), error, frames)
-        sys.stderr.flush()
-        sys.exit(1)
+        return 1
+    return 0
+
+
+def exit_status(exit_request: SystemExit) -> int:
+    """The status ``sys.exit(code)`` ends Python with: None is 0, an integer itself, anything else is printed, 1."""
+    code = exit_request.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
 
 
 def start_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> None:
@@ -121,7 +139,21 @@ def start_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> 
     except BaseException as error:  # the program never started: say why, as the program's own error
         os.write(2, f"sandbox launcher: {error!r}\n".encode())
         os._exit(1)
-    run_main()
+    # Registered first, so run last: after the program's own exit handlers, leave at once with its status.
+    status = [1]
+    atexit.register(leave, status)
+    status[0] = run_main()
+    sys.exit(status[0])
+
+
+def leave(status: list[int]) -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed by the program, or its reader went away
+            pass
+    os._exit(status[0])
 
 
 def monitor(child: int, report_fd: int) -> None:
@@ -139,15 +171,21 @@ def monitor(child: int, report_fd: int) -> None:
 
 def main() -> None:
     uid, wall_s, report_fd, rlimits = sys.argv[1], float(sys.argv[2]), int(sys.argv[4]), sys.argv[5:]
-    files = read_request()
-    if files is None:
-        os._exit(LOST_HOST_EXIT)
-    arm_the_lifeline()
+    started_read, started_write = os.pipe()
+    gc.freeze()  # the collector then leaves the objects the child shares with this process alone: fewer copied pages
     child = os.fork()
     if child == 0:
         os.close(report_fd)
+        os.close(started_read)
+        files = read_request()
+        if files is None:
+            os._exit(LOST_HOST_EXIT)
+        arm_the_lifeline()
+        os.close(started_write)  # the monitor reads end-of-file: the call has begun
         start_the_program(uid, rlimits, files)
         return
+    os.close(started_write)
+    os.read(started_read, 1)
     _signal.alarm(int(wall_s) + GRACE_S)  # in the monitor, out of the program's reach
     monitor(child, report_fd)
 

@@ -104,28 +104,19 @@ class SandboxProcess:
         return self.first_pidfd is None or not _ended(self.first_pidfd, 0)
 
     async def run(self, request: bytes, wall_s: float, max_output: int) -> Finished:
-        """Send the program, collect output until the process ends or ``wall_s`` passes; then clean up."""
+        """Send the program, collect output until the program ends or ``wall_s`` passes; then clean up."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         output = _CappedOutput(max_output, self.kill)
         report = bytearray()
-        streams = (self.popen.stdin, self.popen.stdout, self.popen.stderr)
-        stdin, stdout, stderr = (stream.fileno() for stream in streams if stream is not None)
-        work = asyncio.gather(
-            _write_all(stdin, request),
-            _pump(stdout, output.sink(output.stdout)),
-            _pump(stderr, output.sink(output.stderr)),
-            _pump(self.spec.report_fd, report.extend),
-            self._exit(),
-        )
         wall_timeout = False
         try:
             try:
-                await asyncio.wait_for(work, timeout=wall_s)
+                await asyncio.wait_for(self._serve(request, output, report), timeout=wall_s)
             except TimeoutError:
                 wall_timeout = True
             finally:
-                if self.popen.returncode is None:  # timed out, or the call was cancelled
+                if not report.endswith(b"\n") and self.popen.returncode is None:  # timed out, or cancelled
                     self.kill()
                     self.popen.wait()
             if (
@@ -150,6 +141,31 @@ class SandboxProcess:
             )
         finally:
             Cleaner.submit(self.dispose)
+
+    async def _serve(self, request: bytes, output: "_CappedOutput", report: bytearray) -> None:
+        """Send the request and collect the output, until the launcher's report or the end of the sandbox."""
+        assert self.popen.stdin is not None and self.popen.stdout is not None and self.popen.stderr is not None
+        sinks = {
+            self.popen.stdout.fileno(): output.sink(output.stdout),
+            self.popen.stderr.fileno(): output.sink(output.stderr),
+        }
+        pumps = [asyncio.ensure_future(_pump(fd, sink)) for fd, sink in sinks.items()]
+        try:
+            await asyncio.gather(
+                _write_all(self.popen.stdin.fileno(), request), _read_line(self.spec.report_fd, report)
+            )
+            if report.endswith(b"\n"):
+                # The program has ended, so all it wrote is in the pipes already: read that, and leave the
+                # sandbox's own teardown (milliseconds) to the clean-up.
+                for pump in pumps:
+                    pump.cancel()
+                for fd, sink in sinks.items():
+                    _drain(fd, sink)
+            else:  # the sandbox ended without a report (killed, or never set up): read to the end
+                await asyncio.gather(*pumps, self._exit())
+        finally:
+            for pump in pumps:
+                pump.cancel()
 
     async def _exit(self) -> None:
         await _readable(self.pidfd)
@@ -364,17 +380,28 @@ async def _readable(fd: int, *, writable: bool = False) -> None:
         remove(fd)
 
 
-async def _pump(fd: int, sink: Callable[[bytes], None]) -> None:
-    """Read a non-blocking pipe to its end."""
+def _drain(fd: int, sink: Callable[[bytes], None]) -> bool:
+    """Read what a non-blocking pipe holds now; whether it reached the pipe's end."""
     while True:
         try:
             chunk = os.read(fd, READ_CHUNK)
         except BlockingIOError:
-            await _readable(fd)
-            continue
+            return False
         if not chunk:
-            return
+            return True
         sink(chunk)
+
+
+async def _pump(fd: int, sink: Callable[[bytes], None]) -> None:
+    """Read a non-blocking pipe to its end."""
+    while not _drain(fd, sink):
+        await _readable(fd)
+
+
+async def _read_line(fd: int, into: bytearray) -> None:
+    """Read a non-blocking pipe until it holds a whole line, or to its end."""
+    while not _drain(fd, into.extend) and not into.endswith(b"\n"):
+        await _readable(fd)
 
 
 async def _write_all(fd: int, data: bytes) -> None:
