@@ -24,10 +24,10 @@ from pathlib import Path
 
 from podium.errors import SandboxUnavailableError
 from podium.sandbox.cgroups import SandboxCgroup
+from podium.sandbox.pipes import CappedOutput, drain, pump, read_line, readable, write_all
 from podium.sandbox.uids import UidLease
 
 SPAWN_THREADS = 2
-READ_CHUNK = 65_536
 LAST_PROCESS_WAIT_S = 10.0
 
 
@@ -107,7 +107,7 @@ class SandboxProcess:
         """Send the program, collect output until the program ends or ``wall_s`` passes; then clean up."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        output = _CappedOutput(max_output, self.kill)
+        output = CappedOutput(max_output, self.kill)
         report = bytearray()
         wall_timeout = False
         try:
@@ -142,33 +142,31 @@ class SandboxProcess:
         finally:
             Cleaner.submit(self.dispose)
 
-    async def _serve(self, request: bytes, output: "_CappedOutput", report: bytearray) -> None:
+    async def _serve(self, request: bytes, output: CappedOutput, report: bytearray) -> None:
         """Send the request and collect the output, until the launcher's report or the end of the sandbox."""
         assert self.popen.stdin is not None and self.popen.stdout is not None and self.popen.stderr is not None
         sinks = {
             self.popen.stdout.fileno(): output.sink(output.stdout),
             self.popen.stderr.fileno(): output.sink(output.stderr),
         }
-        pumps = [asyncio.ensure_future(_pump(fd, sink)) for fd, sink in sinks.items()]
+        readers = [asyncio.ensure_future(pump(fd, sink)) for fd, sink in sinks.items()]
         try:
-            await asyncio.gather(
-                _write_all(self.popen.stdin.fileno(), request), _read_line(self.spec.report_fd, report)
-            )
+            await asyncio.gather(write_all(self.popen.stdin.fileno(), request), read_line(self.spec.report_fd, report))
             if report.endswith(b"\n"):
                 # The program has ended, so all it wrote is in the pipes already: read that, and leave the
                 # sandbox's own teardown (milliseconds) to the clean-up.
-                for pump in pumps:
-                    pump.cancel()
+                for reader in readers:
+                    reader.cancel()
                 for fd, sink in sinks.items():
-                    _drain(fd, sink)
+                    drain(fd, sink)
             else:  # the sandbox ended without a report (killed, or never set up): read to the end
-                await asyncio.gather(*pumps, self._exit())
+                await asyncio.gather(*readers, self._exit())
         finally:
-            for pump in pumps:
-                pump.cancel()
+            for reader in readers:
+                reader.cancel()
 
     async def _exit(self) -> None:
-        await _readable(self.pidfd)
+        await readable(self.pidfd)
         if self.first_pidfd is None:
             # Unisolated, the program's background processes could keep its pipes open: end them, while the
             # unreaped group leader still keeps its group id from being reused.
@@ -340,77 +338,3 @@ Spawner = _Executor(SPAWN_THREADS, "podium-sandbox-spawner")
 """Threads that start sandbox processes (see the module docstring for why threads matter)."""
 Cleaner = _Executor(1, "podium-sandbox-cleaner")
 """A thread that cleans up after calls."""
-
-
-class _CappedOutput:
-    """Collects stdout and stderr up to a combined byte limit, then stops the program."""
-
-    def __init__(self, limit: int, stop: Callable[[], None]) -> None:
-        self.limit = limit
-        self.stop = stop
-        self.stdout = bytearray()
-        self.stderr = bytearray()
-        self.overflow = False
-
-    def sink(self, into: bytearray) -> Callable[[bytes], None]:
-        def add(chunk: bytes) -> None:
-            room = self.limit - len(self.stdout) - len(self.stderr)
-            into.extend(chunk[: max(room, 0)])
-            if len(chunk) > room and not self.overflow:
-                self.overflow = True
-                self.stop()
-
-        return add
-
-
-async def _readable(fd: int, *, writable: bool = False) -> None:
-    """Wait until ``fd`` is readable (or writable), without a thread."""
-    loop = asyncio.get_running_loop()
-    ready = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    add, remove = (loop.add_writer, loop.remove_writer) if writable else (loop.add_reader, loop.remove_reader)
-    add(fd, wake)
-    try:
-        await ready
-    finally:
-        remove(fd)
-
-
-def _drain(fd: int, sink: Callable[[bytes], None]) -> bool:
-    """Read what a non-blocking pipe holds now; whether it reached the pipe's end."""
-    while True:
-        try:
-            chunk = os.read(fd, READ_CHUNK)
-        except BlockingIOError:
-            return False
-        if not chunk:
-            return True
-        sink(chunk)
-
-
-async def _pump(fd: int, sink: Callable[[bytes], None]) -> None:
-    """Read a non-blocking pipe to its end."""
-    while not _drain(fd, sink):
-        await _readable(fd)
-
-
-async def _read_line(fd: int, into: bytearray) -> None:
-    """Read a non-blocking pipe until it holds a whole line, or to its end."""
-    while not _drain(fd, into.extend) and not into.endswith(b"\n"):
-        await _readable(fd)
-
-
-async def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to a non-blocking pipe; a reader that went away just ends the writing."""
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except BlockingIOError:
-            await _readable(fd, writable=True)
-        except BrokenPipeError:
-            return
