@@ -142,6 +142,19 @@ def test_the_teacher_keeps_the_trajectories_asked_for(tmp_path):
     assert len(data.read_text().splitlines()) == 2, "resumed teacher run, every trajectory kept"
 
 
+def test_a_teacher_that_fails_on_every_item_says_why(tmp_path):
+    trains = experiment(scripted_pool(tmp_path, "<answer>3</answer>"))
+    trains["arms"][0]["training"] = {"teacher": {"keep": "all"}, "sft": {"max_steps": 1}}
+    trains["scales"]["small"] = {"limit": 1, "train_items": 2}
+    loaded = load_experiment(write(tmp_path, trains), "small")
+    _, train, _ = splits(loaded, None)
+    arm = loaded.arms[0]
+    # The scripted orchestrator takes no grammar, so every teacher episode fails before its first turn.
+    teacher = {**arm.system, "name": "teacher", "constrained": "always"}
+    with pytest.raises(ConfigError, match=r"the teacher failed on every training item .*constrained: 'always'"):
+        teach(loaded, arm.training, teacher, train, tmp_path / "t", lambda line: None)
+
+
 def test_a_trained_checkpoint_takes_the_orchestrators_seat_and_is_not_a_tool(tmp_path):
     system = {"kind": "orchestrator", "pool": None, "deny": ["python"], "name": "arm"}
     evaluated = trained_system(system, "/checkpoints/arm", "arm")

@@ -113,12 +113,19 @@ def teach(
     )
     _, records = load_run(out)
     keep = training.teacher.keep
+    failed = [r for r in records if r.error is not None]
+    if failed and len(failed) == len(records):
+        raise ConfigError(f"the teacher failed on every training item (see {out}): {failed[0].error}")
+    # A failed episode has no orchestrator turn to imitate, whatever ``keep`` says.
     kept = [
         r.trajectory
         for r in records
-        if keep == "all" or (keep == "answered" and r.answer is not None) or (keep == "correct" and r.verdict.correct)
+        if r.error is None
+        and (
+            keep == "all" or (keep == "answered" and r.answer is not None) or (keep == "correct" and r.verdict.correct)
+        )
     ]
-    say(f"teacher: kept {len(kept)} of {len(records)} trajectories ({keep})")
+    say(f"teacher: kept {len(kept)} of {len(records)} trajectories ({keep}; {len(failed)} failed)")
     if not kept:
         looser = {"correct": "answered or all", "answered": "all"}.get(keep, "a stronger teacher")
         raise ConfigError(f"the teacher left no {keep} trajectory to fine-tune on (see {out}); try keep: {looser}")
