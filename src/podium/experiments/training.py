@@ -114,7 +114,7 @@ def teach(
     _, records = load_run(out)
     keep = training.teacher.keep
     failed = [r for r in records if r.error is not None]
-    if failed and len(failed) == len(records):
+    if records and len(failed) == len(records):
         raise ConfigError(f"the teacher failed on every training item (see {out}): {failed[0].error}")
     # A failed episode has no orchestrator turn to imitate, whatever ``keep`` says.
     kept = [

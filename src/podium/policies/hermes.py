@@ -79,7 +79,7 @@ def _json_block_end(text: str, begin: int, first_close: int, closing: str) -> in
         _, end = _DECODER.raw_decode(window, start)
     except (ValueError, RecursionError):
         return first_close
-    after = end + len(window[end:]) - len(window[end:].lstrip())
+    after = len(window) - len(window[end:].lstrip())
     return begin + after if window.startswith(closing, after) else first_close
 
 

@@ -154,9 +154,8 @@ class SandboxProcess:
             await asyncio.gather(write_all(self.popen.stdin.fileno(), request), read_line(self.spec.report_fd, report))
             if report.endswith(b"\n"):
                 # The program has ended, so all it wrote is in the pipes already: read that, and leave the
-                # sandbox's own teardown (milliseconds) to the clean-up.
-                for reader in readers:
-                    reader.cancel()
+                # sandbox's own teardown (milliseconds) to the clean-up. (No await before the readers are
+                # cancelled below, so they cannot read in between.)
                 for fd, sink in sinks.items():
                     drain(fd, sink)
             else:  # the sandbox ended without a report (killed, or never set up): read to the end
