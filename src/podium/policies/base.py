@@ -169,6 +169,11 @@ class Policy(ABC):
         """The grammar of the next output with ``limits`` on its free text, given the actions of earlier turns:
         every output it matches parses. ``None``: the policy has no grammar for this pool."""
 
+    def choices(self, view: PoolView, previous: Sequence[Action] = ()) -> list[str] | None:
+        """Every output allowed next when the action space is a finite set of words (the grammar is then that
+        set): a backend can pick among them exactly and tell their probabilities. ``None``: free text."""
+        return None
+
     def grammar(self, view: PoolView, previous: Sequence[Action] = (), max_tokens: int | None = None) -> Grammar | None:
         """The grammar of the next output, its free text shrunk until any match fits ``max_tokens`` (so an
         action always closes within the budget); raises :class:`~podium.backends.grammar.BudgetTooSmall` when
