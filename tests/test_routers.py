@@ -74,9 +74,16 @@ def test_knn_and_logreg_routers_learn_from_their_train_rows() -> None:
     gains = np.array([1.0, 1.0, 0.0, -1.0])
     queries = np.array([[1.0, 0.0], [0.0, 1.0]])
     assert knn_scores(train, gains, queries, k=2) == pytest.approx([1.0, -0.5])
-    weights = fit_logreg(train, np.array([1.0, 1.0, 0.0, 0.0]), l2=0.0, steps=2000, lr=1.0)
+    weights = fit_logreg(train, np.array([1.0, 1.0, 0.0, 0.0]), l2=0.01)
     low, high = logreg_scores(weights, queries[::-1])
     assert high > 0.8 > 0.2 > low
+    # the fit is the optimum: the penalised log-likelihood's gradient vanishes there
+    rng = np.random.default_rng(0)
+    features, labels = rng.normal(size=(200, 3)), (rng.random(200) < 0.3).astype(float)
+    fitted = fit_logreg(features, labels, l2=0.5)
+    x = np.hstack([features, np.ones((200, 1))])
+    probability = 1 / (1 + np.exp(-(x @ fitted)))
+    assert np.abs(x.T @ (probability - labels) + 0.5 * np.r_[fitted[:-1], 0.0]).max() < 1e-6
 
 
 def test_splits_are_fixed_by_the_question_text() -> None:

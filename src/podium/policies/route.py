@@ -22,8 +22,8 @@ ACCEPT = "accept"
 ROLE = "standard_reasoner"
 """The role that forwards the original question to the chosen worker."""
 
-ROUTE_PROMPT = """Choose who answers the question. Say one worker's name; after reading its reply say \
-"accept" to keep it, or another worker's name to ask that one instead. Accurate and cheap is best.
+ROUTE_PROMPT = """Name a worker to answer. Read its reply, then say accept, or name another worker. \
+Be accurate and cheap.
 {table}"""
 
 
