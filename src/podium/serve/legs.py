@@ -187,6 +187,15 @@ def _closing_events(
     return [*(sse(event) for event in events), "data: [DONE]\n\n"]
 
 
+def json_text(data: Any) -> str:
+    """``data`` as JSON text: ASCII (lone surrogates escaped, never unencodable), non-finite numbers (which JSON
+    lacks) written as null."""
+    try:
+        return json.dumps(data, allow_nan=False)
+    except ValueError:
+        return json.dumps(json_ready(data), allow_nan=False)
+
+
 def sse(data: dict[str, Any]) -> str:
-    """One Server-Sent Event (non-finite numbers, which JSON lacks, written as null)."""
-    return f"data: {json.dumps(json_ready(data), ensure_ascii=False, allow_nan=False)}\n\n"
+    """One Server-Sent Event."""
+    return f"data: {json_text(data)}\n\n"

@@ -25,7 +25,6 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 
 from podium.config import Config, read_structured_file
-from podium.core.jsonsafe import json_ready
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
 from podium.runtime.config import RunConfig
@@ -34,7 +33,7 @@ from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
 from podium.serve.http import DEFAULT_MAX_BODY_BYTES, ApiError, describe_errors, invalid_request, openai_app
-from podium.serve.legs import LegRequest, collect, stream
+from podium.serve.legs import LegRequest, collect, json_text, stream
 from podium.serve.operations import Metrics, RequestLog, episode_record
 from podium.serve.requests import EpisodeRequest, request_config
 from podium.serve.sessions import ClientCalls, ServedEpisode
@@ -106,7 +105,7 @@ class EpisodeServer:
         """Episodes waiting on client calls, by the calls' ids."""
         self.expiries: dict[str, asyncio.TimerHandle] = {}
 
-    def authorize(self, request: Request) -> str | None:
+    async def authorize(self, request: Request) -> str | None:
         """The name of the request's API key (401 when one is needed and missing or wrong)."""
         return self.accounts.authorize(request.headers.get("authorization", ""))
 
@@ -157,7 +156,7 @@ class EpisodeServer:
             body = await collect(session, leg, self._park, disconnected(request))
         finally:
             self._close(leg, session, account, started, waited)
-        return Response(json.dumps(json_ready(body), ensure_ascii=False), media_type="application/json")
+        return Response(json_text(body), media_type="application/json")
 
     def _waiting_for(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode | None:
         """The episode the request's trailing tool results answer, if one waits here (checked, not yet taken)."""
