@@ -202,33 +202,40 @@ def test_serve_model_answers_on_its_port(workdir):
         server.wait(timeout=30)
 
 
-@pytest.mark.slow
-def test_serve_answers_the_readme_client(workdir):
+def run_readme_client(workdir: Path, serve: list[str], client: str, timeout: float) -> subprocess.CompletedProcess:
+    """Start ``podium serve`` with the arguments ``serve`` on a free port, run the README's ``client`` code against
+    it once it listens (bounded: 180 s), and stop the server."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    arguments = [*shlex.split("podium serve --port 8000")[1:-1], str(port)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "podium", *arguments], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    readme = README.read_text(encoding="utf-8")
-    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
-    assert client, "the README's client example is missing"
-    script = workdir / "client.py"
-    script.write_text(client.group(1).replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
+        [sys.executable, "-m", "podium", *serve, "--port", str(port)],
+        cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    script = workdir / f"client-{port}.py"
+    script.write_text(client.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and server.poll() is None:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
-            time.sleep(0.5)
-        completed = subprocess.run(
-            [sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=600
+            time.sleep(0.2)
+        return subprocess.run(
+            [sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=timeout
         )
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_answers_the_readme_client(workdir):
+    readme = README.read_text(encoding="utf-8")
+    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
+    assert client, "the README's client example is missing"
+    serve = shlex.split("podium serve --port 8000")[1:-2]
+    completed = run_readme_client(workdir, serve, client.group(1), timeout=600)
     assert completed.returncode == 0, completed.stderr
     assert "CompletionUsage" in completed.stdout
 
@@ -262,25 +269,9 @@ def test_the_readme_streaming_and_client_tool_examples_run(workdir, tmp_path, ex
     system = {"name": "scripted", "orchestrator": "orchestrator", "deny": ["orchestrator"],
               "pool": {"workers": workers, "tools": []}}  # fmt: skip
     (tmp_path / "system.json").write_text(json.dumps(system))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     trace = tmp_path / "trace.jsonl"
-    arguments = ["serve", "--system", str(tmp_path / "system.json"), "--port", str(port), "--trace", str(trace)]
-    server = subprocess.Popen([sys.executable, "-m", "podium", *arguments], cwd=workdir, stderr=subprocess.PIPE)
-    script = tmp_path / "client.py"
-    script.write_text(scripts[example].replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and server.poll() is None:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        completed = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    serve = ["serve", "--system", str(tmp_path / "system.json"), "--trace", str(trace)]
+    completed = run_readme_client(workdir, serve, scripts[example], timeout=120)
     assert completed.returncode == 0, completed.stderr
     assert all(text in completed.stdout for text in printed), completed.stdout
     [trajectory] = [json.loads(line) for line in trace.read_text().splitlines()]
