@@ -96,6 +96,10 @@ def test_a_rounds_client_calls_come_out_together_while_pool_calls_run(tmp_path) 
         partial = [*reply_to(first.choices[0].message, "sunny")[:-1]]
         with pytest.raises(openai.BadRequestError, match="no tool message answers"):
             api.chat.completions.create(model="tiny-orchestrator", messages=partial, tools=[WEATHER_TOOL])
+        stray = {"role": "tool", "tool_call_id": "call_x", "content": "?"}
+        extra = [*reply_to(first.choices[0].message, "sunny"), stray]
+        with pytest.raises(openai.BadRequestError, match="call_x"):
+            api.chat.completions.create(model="tiny-orchestrator", messages=extra, tools=[WEATHER_TOOL])
         with pytest.raises(openai.BadRequestError) as changed:
             api.chat.completions.create(
                 model="tiny-orchestrator", messages=reply_to(first.choices[0].message, "sunny"), tools=[WEATHER_TOOL],

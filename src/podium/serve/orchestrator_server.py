@@ -164,8 +164,13 @@ class EpisodeServer:
         if session is None or session.model != leg.model or session.account != account:
             return None
         missing = sorted(set(session.waiting) - set(conversation.results))
-        if missing:
-            raise invalid_request(f"no tool message answers the calls {missing} of the last reply", "messages")
+        unknown = sorted(set(conversation.results) - set(session.waiting))
+        if missing or unknown:
+            raise invalid_request(
+                f"the tool messages must answer exactly the calls of the last reply: no tool message answers "
+                f"{missing}; no call of the last reply has the ids {unknown}",
+                "messages",
+            )
         settings = leg.body.episode_settings()
         for field, value in session.settings.items():
             if settings.get(field) != value:
@@ -177,9 +182,8 @@ class EpisodeServer:
             raise ApiError(
                 409, "another request resumed this episode already", "invalid_request_error", code="conflict"
             )
-        answered = {key: value for key, value in conversation.results.items() if key in session.waiting}
         self._unpark(session)
-        session.resume(answered)
+        session.resume(conversation.results)
         return session
 
     def _start(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode:
