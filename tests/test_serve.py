@@ -227,6 +227,18 @@ def test_an_answer_in_an_observation_is_never_lost_to_a_limit() -> None:
     assert response.choices[0].finish_reason == "length" and response.choices[0].message.content == ""
 
 
+def test_an_api_key_is_required_when_configured(monkeypatch) -> None:
+    monkeypatch.setenv("PODIUM_TEST_KEY", "s3cret")
+    with served(system(), api_key_env="PODIUM_TEST_KEY") as url:
+        with pytest.raises(openai.AuthenticationError):
+            client(url, api_key="wrong").models.list()
+        with pytest.raises(openai.AuthenticationError):
+            client(url).chat.completions.create(model=MODEL, messages=ask())
+        assert httpx.get(url.removesuffix("/v1") + "/metrics").status_code == 401
+        reply = client(url, api_key="s3cret").chat.completions.create(model=MODEL, messages=ask())
+        assert reply.choices[0].message.content == "42"
+
+
 def test_eval_orchestrator_files_serve_unchanged(tmp_path) -> None:
     spec = load_system_spec("examples/systems/embedded-orchestrator.yaml")
     assert spec.name == "embedded-orchestrator-serial" and spec.max_turns == 2
@@ -254,9 +266,10 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
             "pool": {"workers": workers, "tools": []}}  # fmt: skip
     (tmp_path / "system.yaml").write_text(json.dumps(spec))
     port, trace, log = free_port(), tmp_path / "trace.jsonl", tmp_path / "requests.jsonl"
+    settings = {"keys": [{"name": "team", "key_env": "SERVE_KEY", "max_usd_per_day": 10}], "request_log": str(log)}
+    (tmp_path / "serve.json").write_text(json.dumps(settings))
     command = [str(Path(sys.executable).with_name("podium")), "serve", "--system", str(tmp_path / "system.yaml"),
-               "--port", str(port), "--api-key-env", "SERVE_KEY", "--trace", str(trace),
-               "--request-log", str(log)]  # fmt: skip
+               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace)]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "SERVE_KEY": "k"}, stderr=subprocess.PIPE, text=True)
     try:
         api = client(f"http://127.0.0.1:{port}/v1", api_key="k")
@@ -279,4 +292,4 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
     assert [t.id for t in read_trajectories(trace)] == [reply.model_extra["podium"]["trajectory_id"]]
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert {(r["event"], r.get("outcome")) for r in records} >= {("request", "stop"), ("episode", None)}
-    assert [r["key"] for r in records if r["event"] == "episode"] == ["default"]
+    assert [r["key"] for r in records if r["event"] == "episode"] == ["team"]
