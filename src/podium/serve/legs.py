@@ -64,7 +64,10 @@ def failure(task: "asyncio.Task[Trajectory]", body: EpisodeRequest, session: Ser
     not pay for the episode's next step (429), a failed orchestrator (502) or a bug (500); ``None`` when it has a
     trajectory to answer with."""
     if task.cancelled():
-        return ApiError(499, "the episode was cancelled", "server_error", code="cancelled")
+        return ApiError(
+            410, "the episode was cancelled (its wait for client tool results ran out)", "invalid_request_error",
+            code="episode_cancelled",
+        )  # fmt: skip
     error = task.exception()
     if isinstance(error, ConfigError):
         return invalid_request(str(error), body.param_of(error))

@@ -101,7 +101,7 @@ class EpisodeServer:
         self.admission = Admission(config.max_concurrent, config.max_queued, config.queue_timeout_s)
         self.metrics = Metrics()
         self.log = RequestLog(config.request_log)
-        self.waiting: dict[str, ServedEpisode] = {}
+        self.parked: dict[str, ServedEpisode] = {}
         """Episodes waiting on client calls, by the calls' ids."""
         self.expiries: dict[str, asyncio.TimerHandle] = {}
 
@@ -153,14 +153,14 @@ class EpisodeServer:
         if leg.body.stream:
             return EpisodeStream(self, session, leg, account, started, waited)
         try:
-            body = await collect(session, leg, self._park, disconnected(request))
+            completed = await collect(session, leg, self._park, disconnected(request))
         finally:
             self._close(leg, session, account, started, waited)
-        return Response(json_text(body), media_type="application/json")
+        return Response(json_text(completed), media_type="application/json")
 
     def _waiting_for(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode | None:
         """The episode the request's trailing tool results answer, if one waits here (checked, not yet taken)."""
-        session = next((self.waiting[i] for i in conversation.results if i in self.waiting), None)
+        session = next((self.parked[i] for i in conversation.results if i in self.parked), None)
         if session is None or session.model != leg.model or session.account != account:
             return None
         missing = sorted(set(session.waiting) - set(conversation.results))
@@ -178,7 +178,7 @@ class EpisodeServer:
         return session
 
     def _resume(self, session: ServedEpisode, conversation: Conversation) -> ServedEpisode:
-        if not any(self.waiting.get(call_id) is session for call_id in conversation.results):
+        if not any(self.parked.get(call_id) is session for call_id in conversation.results):
             raise ApiError(
                 409, "another request resumed this episode already", "invalid_request_error", code="conflict"
             )
@@ -243,18 +243,18 @@ class EpisodeServer:
     def _park(self, session: ServedEpisode, calls: ClientCalls) -> None:
         """Keep ``session`` waiting for its client calls' results, at most ``client_tool_timeout_s``."""
         for call in calls.calls:
-            self.waiting[call.id] = session
+            self.parked[call.id] = session
         timer = asyncio.get_running_loop().call_later(self.config.client_tool_timeout_s, session.cancel)
         self.expiries[session.request_id] = timer
-        self.metrics.waiting.set(len({id(s) for s in self.waiting.values()}))
+        self.metrics.waiting.set(len({id(s) for s in self.parked.values()}))
 
     def _unpark(self, session: ServedEpisode) -> None:
-        for call_id in [i for i, waiting in self.waiting.items() if waiting is session]:
-            del self.waiting[call_id]
+        for call_id in [i for i, waiting in self.parked.items() if waiting is session]:
+            del self.parked[call_id]
         timer = self.expiries.pop(session.request_id, None)
         if timer is not None:
             timer.cancel()
-        self.metrics.waiting.set(len({id(s) for s in self.waiting.values()}))
+        self.metrics.waiting.set(len({id(s) for s in self.parked.values()}))
 
     def _ended(self, session: ServedEpisode) -> None:
         """An episode ended (answered, failed, cancelled or expired): settle, count, trace and log it."""
