@@ -163,14 +163,7 @@ class EpisodeServer:
         session = next((self.parked[i] for i in conversation.results if i in self.parked), None)
         if session is None or session.model != leg.model or session.account != account:
             return None
-        missing = sorted(set(session.waiting) - set(conversation.results))
-        unknown = sorted(set(conversation.results) - set(session.waiting))
-        if missing or unknown:
-            raise invalid_request(
-                f"the tool messages must answer exactly the calls of the last reply: no tool message answers "
-                f"{missing}; no call of the last reply has the ids {unknown}",
-                "messages",
-            )
+        session.check(conversation.results)
         settings = leg.body.episode_settings()
         for field, value in session.settings.items():
             if settings.get(field) != value:

@@ -70,8 +70,6 @@ class ServedEpisode:
     reports: "asyncio.Queue[Report]" = field(default_factory=asyncio.Queue)
     trajectory: Trajectory | None = None
     """The trajectory once the episode stopped (cancelled included)."""
-    handed: int = 0
-    """Client calls handed out so far."""
     waiting: dict[str, "asyncio.Future[str]"] = field(default_factory=dict)
     task: "asyncio.Task[Trajectory] | None" = None
     tools: dict[str, Tool] = field(default_factory=dict)
@@ -109,16 +107,20 @@ class ServedEpisode:
             self.trajectory = event.trajectory
         self.reports.put_nowait(event)
 
-    def resume(self, results: dict[str, str]) -> None:
-        """Hand the client's results to the calls waiting on them; the ids must be exactly those handed out."""
+    def check(self, results: dict[str, str]) -> None:
+        """A 400 unless ``results`` answer exactly the calls this episode waits on."""
         missing = sorted(set(self.waiting) - set(results))
         unknown = sorted(set(results) - set(self.waiting))
         if missing or unknown:
             raise invalid_request(
-                f"the tool messages must answer exactly the calls of the last reply: missing {missing}, "
-                f"unknown {unknown}",
+                f"the tool messages must answer exactly the calls of the last reply: no tool message answers "
+                f"{missing}; no call of the last reply has the ids {unknown}",
                 "messages",
             )
+
+    def resume(self, results: dict[str, str]) -> None:
+        """Hand the client's results to the calls waiting on them (:meth:`check` first)."""
+        self.check(results)
         for call_id, content in results.items():
             future = self.waiting[call_id]
             if not future.done():
@@ -148,7 +150,6 @@ class ServedEpisode:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         self._batch.append(call)
-        self.handed += 1
         if len(self._batch) == self._expected:
             self.reports.put_nowait(ClientCalls(list(self._batch)))
         try:
