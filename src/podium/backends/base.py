@@ -81,6 +81,10 @@ class GenerationRequest:
     max_tokens: int = 512
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    top_p: float = 1.0
+    """Nucleus sampling: sample from the smallest set of tokens whose probability reaches ``top_p``."""
+    seed: int | None = None
+    """Seed of a sampled generation (``None``: the backend's own)."""
     json_schema: dict[str, Any] | None = None
     """Constrain the reply to JSON matching this schema (where the backend can; otherwise it is a hint)."""
     regex: str | None = None
@@ -123,15 +127,19 @@ class ChatBackend(ABC):
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         regex: str | None = None,
+        top_p: float = 1.0,
+        seed: int | None = None,
     ) -> Generation:
         """Complete the conversation; with ``json_schema`` the reply is JSON matching it (constrained decoding
-        where the backend supports it), with ``regex`` it matches the expression. Raises :class:`BackendError`
-        on failure."""
+        where the backend supports it), with ``regex`` it matches the expression; ``top_p`` and ``seed`` shape
+        sampling (``temperature`` above 0). Raises :class:`BackendError` on failure."""
         if regex is not None and not self.supports_regex:
             raise BackendError(f"backend '{self.model}' cannot constrain replies to a regular expression")
         if regex is not None and json_schema is not None:
             raise BackendError("give json_schema or regex, not both")
-        request = GenerationRequest(list(messages), max_tokens, temperature, tuple(stop or ()), json_schema, regex)
+        request = GenerationRequest(
+            list(messages), max_tokens, temperature, tuple(stop or ()), top_p, seed, json_schema, regex
+        )
         started = time.perf_counter()
         try:
             completion = await self._complete(request)

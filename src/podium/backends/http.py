@@ -90,6 +90,10 @@ class HttpBackend(ChatBackend):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -168,7 +168,7 @@ class LiveEpisode:
             self.generated = self.tokens
         elif event.kind == "tokens":
             self.tokens = self.generated + event.tokens
-        else:
+        elif event.kind == "calling":
             self.doing = f"running its {event.detail}"
             self.generated = self.tokens
 

@@ -5,6 +5,7 @@ Settling charges at most what was reserved: a tool that ran past its time limit,
 more tokens than a request allowed, is charged its bound in each limited dimension (USD, tokens) and the
 record says ``clipped``. Work is started only if its bound fits, so spend never crosses a limit."""
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ class Ledger:
         self.usd = 0.0
         self.tokens = 0
         self.reserved = CostBound()
+        self.abandoned = CostBound()
+        """Bounds of work cancelled while it ran: what it may have cost without reporting it (a server may bill
+        a request its client gave up on)."""
 
     def spend(self) -> Spend:
         """What has been spent so far (work in flight not included)."""
@@ -65,6 +69,9 @@ class Ledger:
         self.reserved = self.reserved + bound
         try:
             result = await work()
+        except asyncio.CancelledError:
+            self.abandoned = self.abandoned + bound
+            raise
         finally:
             self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
         reported = usage(result)

@@ -147,6 +147,9 @@ class Policy(ABC):
     """Most calls one turn may dispatch (more are refused with PARSE_ERR)."""
     summarize_on_stop: bool = False
     """Whether, by default, the summarizer writes an answer when turns or parse errors run out first."""
+    calls_tools: bool = False
+    """Whether the orchestrator calls the episode's tools by name (so tools added for one episode, such as a
+    served client's, can be offered to it)."""
 
     @abstractmethod
     def system_prompt(self, view: PoolView) -> str:
