@@ -103,6 +103,12 @@ class RuntimeSystem:
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
 
+    def cost_bound(self, item: BenchmarkItem) -> float | None:
+        """The episode's own USD cap (its ledger never crosses it); 0 over a pool where nothing has a price."""
+        if self.config.max_usd is not None:
+            return self.config.max_usd
+        return 0.0 if self.pool.is_free() else None
+
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         if item.verifier == "environment":
             trajectory = await self._converse(item)

@@ -109,6 +109,16 @@ class Pool:
             lines.append(f"| {spec.name} | {kind} | {spec.description} | {cost or 'free'} | |")
         return "\n".join(lines)
 
+    def is_free(self) -> bool:
+        """Whether nothing in the pool has a price: no worker's tokens, no tool's call or second."""
+        tools = {*self.registry.names(), *self.helpers.names()}
+        return all(
+            backend.price.input_per_mtok == backend.price.output_per_mtok == 0 for backend in self.backends.values()
+        ) and all(
+            self.prices.tool_price(name).per_call_usd == self.prices.tool_price(name).per_second_usd == 0
+            for name in tools
+        )
+
     def close(self) -> None:
         """End the sessions with the pool's MCP servers (stdio servers stop)."""
         self.mcp.close()
