@@ -10,8 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from podium.cli.common import rollout_problems
 from podium.config import read_structured_file
 from podium.errors import ConfigError, PodiumError
+from podium.runtime.checks import NotRunnable
 from podium.train.config import GRPOConfig, SFTConfig
 from podium.train.sft import TrainResult, run_sft
 from podium.train.tasks import load_tasks
@@ -122,6 +124,9 @@ def grpo_command(
     try:
         settings = GRPOConfig.from_dict(_settings(config, overrides), source=str(config))
         _require_checkpoint(settings.model.path, config)
+        problems = rollout_problems(settings)
+        if problems:  # rollouts that cannot produce an action would train on nothing
+            raise NotRunnable(f"{config} (rollout)", problems)
         # The GRPO trainer subclasses TRL's at import, so it is imported only once the train extra is needed.
         from podium.train.grpo import run_grpo
 
