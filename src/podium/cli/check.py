@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.backends.http import HttpBackend
-from podium.cli.common import console, errors, rollout_problems
+from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
@@ -248,9 +248,9 @@ def _sft(findings: Findings, data: Any) -> None:
 
 
 def _checkpoint(findings: Findings, path: str | None) -> None:
-    if path is not None and not Path(path).exists():
-        message = f"no checkpoint at {path}: `podium train sft` writes it (its output_dir); run it first"
-        findings.add(Problem("model.path", message, written_by="podium train sft"))
+    missing = missing_checkpoint(path)
+    if missing is not None:
+        findings.add(missing)
 
 
 def _grpo(findings: Findings, data: Any) -> None:

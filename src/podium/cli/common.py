@@ -211,6 +211,18 @@ def stage_config(config: type[ConfigT], path: Path | None, flags: dict[str, Any]
     return config.from_dict(data, source=str(path) if path else "options")
 
 
+def missing_checkpoint(path: str | None) -> Problem | None:
+    """A training config's start checkpoint (``model.path``) that is not there, naming the command that writes it
+    (a checkpoint is never downloaded); ``None`` when there is none to load or it is there."""
+    if path is None or Path(path).exists():
+        return None
+    message = (
+        f"no checkpoint at {path}: `podium train sft` writes it; run it first with output_dir: {path} (e.g. podium "
+        "train sft --config examples/data/train_sft.yaml)"
+    )
+    return Problem("model.path", message, written_by="podium train sft")
+
+
 def rollout_problems(config: "GRPOConfig") -> list[Problem]:
     """Why GRPO's rollouts could not produce an action: the rollout pool, policy and budget as the model being
     trained decodes them (an unloaded stand-in of it says what it can constrain)."""

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from podium.cli.common import rollout_problems
+from podium.cli.common import missing_checkpoint, rollout_problems
 from podium.config import read_structured_file
 from podium.errors import ConfigError, PodiumError
 from podium.runtime.checks import NotRunnable
@@ -55,11 +55,9 @@ def _settings(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
 
 def _require_checkpoint(path: str | None, config: Path) -> None:
     """A start checkpoint that is not there is one line naming the command that writes it (never a download)."""
-    if path is not None and not Path(path).exists():
-        raise ConfigError(
-            f"no checkpoint at {path} (model.path of {config}): `podium train sft` writes it; run it first with "
-            f"output_dir: {path} (e.g. podium train sft --config examples/data/train_sft.yaml)"
-        )
+    missing = missing_checkpoint(path)
+    if missing is not None:
+        raise ConfigError(f"{missing.message} (model.path of {config})")
 
 
 def _report(result: TrainResult) -> None:

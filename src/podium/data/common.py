@@ -57,6 +57,6 @@ def finish_stage(stage: Stage, funnel: FunnelBuilder, outputs: dict[str, int], p
     built = funnel.build(outputs, usd=stage.runner.spent, wall_s=stage.runner.wall_s)
     built.stopped_by_budget = stage.runner.stopped_by_budget
     if not any(outputs[name] for name in products):
-        built.empty = why_empty(built.steps, products)
+        built.empty = why_empty(built.steps, products, built.notes)
     save_funnel(stage.out, built)
     return built

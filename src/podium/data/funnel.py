@@ -69,16 +69,19 @@ def reasons(step: FunnelStep) -> str:
     return "; ".join(f"{reason}: {count}" for reason, count in sorted(step.left.items(), key=lambda kv: -kv[1]))
 
 
-def why_empty(steps: Sequence[FunnelStep], products: Sequence[str]) -> str:
+def why_empty(steps: Sequence[FunnelStep], products: Sequence[str], notes: Sequence[str] = ()) -> str:
     """Why a stage's ``products`` hold nothing: the first filter that kept none of what entered it, with its
-    reasons, or the first one nothing reached."""
+    reasons, or the first one nothing reached, with the stage's notes on that step (an LLM step that failed)."""
     made = " and ".join(products)
     for step in steps:
         if step.entered and not step.kept:
             return f"nothing reached {made}: '{step.name}' removed all {step.entered} {step.unit} ({reasons(step)})"
         if not step.entered:
-            return f"nothing reached {made}: no {step.unit} reached '{step.name}'"
-    return f"nothing reached {made}"
+            said = [note for note in notes if note.startswith(step.name)]
+            return f"nothing reached {made}: no {step.unit} reached '{step.name}'" + (
+                f" ({'; '.join(said)})" if said else ""
+            )
+    return f"nothing reached {made}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def save_funnel(out: Path, funnel: Funnel) -> Path:
