@@ -27,8 +27,8 @@ Scope = Literal["run", "pool"]
 _LEADING_FIELD = re.compile(r"^([A-Za-z_][\w.]*): (.+)$", re.DOTALL)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 """A Hugging Face hub id (``org/name``): a path of that form that is not a directory may name a hub model."""
-SFT_COMMAND = "podium train sft --config FILE (its output_dir)"
-"""The command that writes a checkpoint or an adapter."""
+SFT_COMMAND = "podium train sft"
+"""The command that writes a checkpoint or an adapter (into its config's output_dir)."""
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ def pool_problems(config: PoolConfig) -> list[Problem]:
 def _missing(field: str, what: str, path: str, worker: str) -> Problem:
     return Problem(
         field,
-        f"no {what} directory at {path} (worker '{worker}'): `{SFT_COMMAND}` writes one; train it first or point "
-        "the field at an existing one",
+        f"no {what} directory at {path} (worker '{worker}'): `{SFT_COMMAND}` writes one into its output_dir; "
+        "train it first or point the field at an existing one",
         "pool",
         SFT_COMMAND,
     )
