@@ -161,7 +161,7 @@ def test_describe_model_runs_tasks_and_lets_a_describer_write(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "Good at small sums."
-    assert "solver solved" in result.output and "of 3 sampled tasks" in result.output
+    assert "solver: measured: solved 0/3 sampled tasks (qa 0/3)" in result.output
     tasks.write_text("{not json}\n")
     broken = runner.invoke(app, ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool)])
     assert broken.exit_code == 2 and ":1:" in broken.output

@@ -52,6 +52,8 @@ class Generation(Record):
     """Why generation stopped (``stop``, ``length``…), when the backend says."""
     clipped: str | None = None
     """Set when the backend reported more tokens than the request allowed: what it said and what was charged."""
+    price: str | None = None
+    """The token price it was charged at and where that price came from."""
 
     @property
     def usage(self) -> CallUsage:
@@ -62,6 +64,7 @@ class Generation(Record):
             usd=self.usd,
             latency_s=self.latency_s,
             clipped=self.clipped is not None,
+            price=self.price,
         )
 
 
@@ -187,6 +190,7 @@ class ChatBackend(ABC):
             latency_s=completion.latency_s if completion.latency_s is not None else latency_s,
             finish_reason=completion.finish_reason,
             clipped=clipped,
+            price=self.price.describe(),
         )
 
     @abstractmethod

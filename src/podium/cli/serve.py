@@ -8,6 +8,7 @@ import typer
 from podium.backends.base import BackendError
 from podium.cli.common import errors, fail
 from podium.errors import PodiumError
+from podium.runtime.checks import require_runnable
 from podium.runtime.system import OrchestratorSystem, SystemSpec
 
 
@@ -61,6 +62,8 @@ def serve_command(
         )
         specs = [load_system_spec(path) for path in system] if system else [SystemSpec()]
         systems = [OrchestratorSystem.build(spec) for spec in specs]
+        for path, built in zip(system or ["the embedded orchestrator"], systems, strict=True):
+            require_runnable(built.pool, built.config, str(path))  # one that cannot answer never starts serving
         app = create_orchestrator_app(systems, settings)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error

@@ -172,6 +172,11 @@ class Policy(ABC):
         """The grammar of the next output with ``limits`` on its free text, given the actions of earlier turns:
         every output it matches parses. ``None``: the policy has no grammar for this pool."""
 
+    def turn_histories(self, view: PoolView) -> list[list[Action]]:
+        """Earlier actions after which the next turn's grammar takes each of its shapes, so that a check can see
+        whether a token budget holds an action in every turn: here the first turn's only."""
+        return [[]]
+
     def grammar(self, view: PoolView, previous: Sequence[Action] = (), max_tokens: int | None = None) -> Grammar | None:
         """The grammar of the next output, its free text shrunk until any match fits ``max_tokens`` (so an
         action always closes within the budget); raises :class:`~podium.backends.grammar.BudgetTooSmall` when

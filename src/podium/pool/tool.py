@@ -45,6 +45,8 @@ class ToolOutput:
     """The model that served the call, if any."""
     observation: str | None = None
     """Text for the orchestrator, when it should differ from the default rendering of ``value``."""
+    price: str | None = None
+    """The token price the model behind the tool charged, and where it came from."""
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

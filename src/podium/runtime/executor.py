@@ -81,7 +81,7 @@ class Executor:
         """
         attached = episode_attachments(attachments)
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
-        registry, view = self._view(pool, tools)
+        view, registry = self.view(pool, tools)
         system = self.policy.system_prompt(view)
         if instructions:
             system = f"{system}\n\n{instructions}"
@@ -114,18 +114,23 @@ class Executor:
         )
         return await episode.play(system, shown)
 
-    def _view(self, pool: Pool, tools: Sequence[Tool]) -> tuple[ToolRegistry, PoolView]:
-        """The episode's registry and what the orchestrator is shown of the pool."""
-        registry, workers = self._visible(pool, tools)
+    def view(
+        self, pool: Pool | None = None, tools: Sequence[Tool] = (), *, strict: bool = True
+    ) -> tuple[PoolView, ToolRegistry]:
+        """What the orchestrator sees of ``pool`` (default: this executor's) with ``tools`` added, after the
+        allow/deny lists, and the registry of the tools it may call. ``strict``: a name on the lists that is not in
+        the pool is an error (not strict: it is passed over, as an episode's own tools may be what it names)."""
+        pool = pool or self.pool
+        registry, workers = self._visible(pool, tools, strict=strict)
         view = PoolView(
             tools=registry.specs(),
             table=pool.table(registry, workers),
             workers=workers,
             admissible=frozenset(pair for pair in pool.admissible_pairs() if pair[0] in workers),
         )
-        return registry, view
+        return view, registry
 
-    def _visible(self, pool: Pool, extra: Sequence[Tool]) -> tuple[ToolRegistry, list[str]]:
+    def _visible(self, pool: Pool, extra: Sequence[Tool], *, strict: bool = True) -> tuple[ToolRegistry, list[str]]:
         """The registry and worker labels the allow/deny lists leave, with the episode's tools added."""
         registry = ToolRegistry(
             [*(pool.registry.get(name) for name in pool.registry.names()), *extra],
@@ -136,7 +141,7 @@ class Executor:
         known = set(registry.names()) | set(by_name) | set(pool.labels.values())
         for field, names in (("allow", self.config.allow or []), ("deny", self.config.deny)):
             unknown = sorted(set(names) - known)
-            if unknown:
+            if unknown and strict:
                 raise ConfigError(f"{field}: unknown names {unknown}; the pool has {sorted(known)}")
         allow = None if self.config.allow is None else {by_name.get(n, n) for n in self.config.allow}
         deny = {by_name.get(name, name) for name in self.config.deny}
