@@ -3,9 +3,10 @@ Also replays every tau2 task's golden actions.
 
     python benchmarks/verifier_selfcheck.py [--data ../shared/data] [--math-only]
 
-Math (the full oracle; the test suite runs all golds in every rendering on the reply path, and a subset of
-the rejection checks): each gold of MATH-500, GSM8K, AIME 24/25 and AMC 23 written bare, boxed and in a sentence,
-graded as a whole reply and as an extracted final answer; unevaluated expressions (real GSM8K calculations and
+Math (the full oracle; the test suite runs all golds in the first three renderings on the reply path, a sample
+in the others, and a subset of the rejection checks): each gold of MATH-500, GSM8K, AIME 24/25 and AMC 23 written
+bare, boxed, in a sentence, bold at a sentence's end, ending in "?" or "…", and written twice, graded as a whole
+reply and as an extracted final answer; unevaluated expressions (real GSM8K calculations and
 sums/products of the integer golds) that must be rejected; and agreement with RouteLLM's recorded correctness of
 real Mixtral and GPT-4 GSM8K replies. Then one line per other data set: golds verified / total, perturbed
 verified / total (should be 0). GPQA is read from its encrypted zip in memory only; nothing is extracted to disk.
@@ -55,8 +56,13 @@ RENDERINGS: dict[str, Callable[[str], str]] = {
     "bare": lambda gold: gold,
     "boxed": lambda gold: f"\\boxed{{{gold}}}",
     "sentence": lambda gold: f"The answer is {gold}.",
+    "bold": lambda gold: f"So the answer is **{gold}**.",
+    "question": lambda gold: f"So the answer is {gold}?",
+    "ellipsis": lambda gold: f"So the answer is {gold}…",
+    "repeated": lambda gold: f"${gold}$, or equivalently ${gold}$",
 }
-"""How the oracle writes a gold as the model's answer."""
+"""How the oracle writes a gold as the model's answer: bare, boxed, in a sentence, bold at a sentence's end (as
+chat models write it), ending in a question mark or an ellipsis, and the same value written twice."""
 
 
 def math_oracle(data: Path) -> None:

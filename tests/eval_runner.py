@@ -47,6 +47,9 @@ class OracleSystem:
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier == "math"
 
+    def cost_bound(self, item: BenchmarkItem) -> float:
+        return self.usd_per_attempt
+
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         started = time.perf_counter()
         await asyncio.sleep(random.uniform(0, self.delay_s))

@@ -161,7 +161,7 @@ def test_describe_model_runs_tasks_and_lets_a_describer_write(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "Good at small sums."
-    assert "solver solved" in result.output and "of 3 sampled tasks" in result.output
+    assert "solver: measured: solved 0/3 sampled tasks (qa 0/3)" in result.output
     tasks.write_text("{not json}\n")
     broken = runner.invoke(app, ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool)])
     assert broken.exit_code == 2 and ":1:" in broken.output
@@ -234,7 +234,8 @@ def test_the_episode_reports_its_steps_and_the_live_line_shows_them():
     executor = Executor(build_pool(PoolConfig(workers=[worker], tools=["python"])), RunConfig())
     trajectory = asyncio.run(executor.run("1+1?", on_event=events.append))
     assert trajectory.answer == "2"
-    assert [(e.kind, e.turn) for e in events] == [("generating", 0), ("calling", 0), ("generating", 1)]
+    steps = [(e.kind, e.turn) for e in events if e.kind in ("generating", "calling", "result", "stopped")]
+    assert steps == [("generating", 0), ("calling", 0), ("result", 0), ("generating", 1), ("stopped", 1)]
     assert token_progress.get() is None  # nothing leaks out of the episode
     display = LiveEpisode("serial · boss-m")
     for event in [EpisodeEvent("generating", 0), EpisodeEvent("tokens", 0, tokens=17)]:

@@ -189,3 +189,13 @@ def test_the_module_names_a_function_body_may_use_are_the_ones_tools_py_imports(
     imports = [node for node in module.body if isinstance(node, ast.Import | ast.ImportFrom)]
     imported = {alias.asname or alias.name for node in imports for alias in node.names}
     assert MODULE_NAMES - {"self"} <= imported
+
+
+def test_a_domain_with_no_task_left_is_a_failure_naming_the_filter(tmp_path):
+    # Issue 25: with a model that writes no JSON, `podium synth domain` made 0 tools and 0 tasks and exited 0.
+    funnel = synthesize(tmp_path / "tau2", backend=ScriptedBackend(["I am not sure what you mean."], repeat_last=True))
+    assert funnel.outputs["tasks.json"] == 0
+    assert funnel.empty == (
+        "nothing reached tasks.json: no subjects reached 'subjects' (subjects: not JSON (the reply holds no JSON "
+        "object; cut off at the token limit?))"
+    )

@@ -64,14 +64,59 @@ def test_a_recorded_description_changes_the_orchestrators_prompt(tmp_path):
     assert result.stdout.strip() == "Adds small numbers, slips on carries."
     assert "recorded in" in result.stderr and "solver: task 3/3" in result.stderr
     after = system_prompt(pool_file)
-    assert "Adds small numbers, slips on carries." in after and "Hand-written: a solver." not in after
-    assert after.replace("Adds small numbers, slips on carries.", "Hand-written: a solver.") == before
     entry = read_descriptions(tmp_path / "descriptions.yaml").workers["solver"]
+    shown = "Adds small numbers, slips on carries. (measured: solved"
+    assert entry.shown().startswith(shown) and entry.shown() in after and "Hand-written: a solver." not in after
+    assert after.replace(entry.shown(), "Hand-written: a solver.") == before
     provenance = entry.provenance
     assert provenance.tasks == str(tasks) and provenance.tasks_sha256 == hashlib.sha256(tasks.read_bytes()).hexdigest()
     assert len(provenance.task_ids) == 3 and set(provenance.task_ids) <= {1, 2, 3, 4, 5}
     assert provenance.describer == "writer (writer-m)" and provenance.written_at.endswith("+00:00")
     assert provenance.worker_sha256 == worker_fingerprint(load_pool_config(pool_file).workers[0])
+
+
+def test_a_claim_the_figures_contradict_is_left_out_and_the_prompt_shows_the_figures(tmp_path):
+    # Issue 25: a worker that solved 0 of 4 tasks was described as "exceptional, with a 99.99% accuracy rate".
+    boast = "This model is exceptional, with a 99.99% accuracy rate. It answers in one short line."
+    pool_file = write_pool(tmp_path, ["Answer: -1"], [boast])
+    tasks = tmp_path / "tasks.jsonl"
+    rows = [
+        {"question": f"{i}+{i}?", "answer": str(2 * i), "kind": "addition" if i % 2 else "doubling"} for i in range(4)
+    ]
+    tasks.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    args = ["describe-model", "solver", "--tasks", str(tasks), "--pool", str(pool_file), "--describer", "writer"]
+    result = runner.invoke(app, [*args, "-n", "4"])
+    assert result.exit_code == 0, result.output
+    entry = read_descriptions(tmp_path / "descriptions.yaml").workers["solver"]
+    assert entry.description == "It answers in one short line."
+    assert entry.rejected == [
+        "This model is exceptional, with a 99.99% accuracy rate. [claims 99.99% where it solved 0 of 4]"
+    ]
+    figures = entry.figures
+    assert (figures.solved, figures.attempted) == (0, 4) and figures.seconds_per_task >= 0
+    assert {kind: (f.solved, f.attempted) for kind, f in figures.by_kind.items()} == {
+        "addition": (0, 2),
+        "doubling": (0, 2),
+    }
+    prompt = system_prompt(pool_file)
+    assert "99.99%" not in prompt and "measured: solved 0/4 sampled tasks (addition 0/2, doubling 0/2)" in prompt
+    assert "left out (contradicts the figures)" in result.stderr
+
+
+def test_grounding_keeps_claims_the_figures_bear_out():
+    from podium.evaluate.describe import grounded
+    from podium.pool.descriptions import Figures
+
+    strong = Figures(solved=9, attempted=10, usd_per_task=0.001, seconds_per_task=1.0)
+    text = "Highly accurate on arithmetic, about 90% correct. It is weak at dates."
+    assert grounded(text, strong) == (text, [])
+    weak = Figures(solved=1, attempted=10, usd_per_task=0.0, seconds_per_task=1.0)
+    kept, rejected = grounded("Highly accurate on arithmetic. Solves about 10% of tasks.", weak)
+    assert kept == "Solves about 10% of tasks." and rejected[0].startswith("Highly accurate on arithmetic.")
+    assert grounded("Perfect, flawless, 100% correct.", weak) == (
+        "Solved 1 of 10 sampled tasks.",
+        ["Perfect, flawless, 100% correct. [claims 100% where it solved 1 of 10]"],
+    )
 
 
 def test_a_description_of_a_changed_worker_is_stale_and_not_shown(tmp_path):

@@ -72,14 +72,19 @@ def test_a_trained_checkpoint_is_an_orchestrator_worker_with_a_path(tmp_path):
     pool = scripted_pool(["x"])
     pool["workers"].insert(0, {"name": "trained", "backend": "local", "model": "mine", "path": str(checkpoint)})
     pool["workers"][0]["price"] = FREE
-    system = build({"kind": "orchestrator", "orchestrator": "trained", "deny": ["trained"], "pool": pool})
+    settings = {"kind": "orchestrator", "orchestrator": "trained", "deny": ["trained"], "pool": pool}
+    # A checkpoint that is not there stops the system at load, naming the field and the command that writes it.
+    with pytest.raises(ConfigError, match=r"pool\.workers\.0\.path: no checkpoint directory at .*podium train sft"):
+        build(settings)
+    checkpoint.mkdir()
+    system = build(settings)
     backend = system.executor().orchestrator
     assert isinstance(backend, LocalBackend) and backend.config.path == str(checkpoint)
     assert system.name == "orchestrator:serial:mine"
     registry, workers = system.executor()._visible(system.pool, [])
     assert "trained" not in registry.names() and "trained" not in workers and "orch" in registry.names()
     example = build_system(load_system_config(EXAMPLES / "trained-orchestrator.yaml"))
-    assert example.executor().orchestrator.config.path == "runs/train/checkpoint-final"
+    assert example.executor().orchestrator.config.adapter == "examples/demo/adapter"
     with pytest.raises(ConfigError, match="not a worker"):
         build({"kind": "orchestrator", "orchestrator": "missing", "pool": scripted_pool(["x"])})
 

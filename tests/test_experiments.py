@@ -142,17 +142,34 @@ def test_the_teacher_keeps_the_trajectories_asked_for(tmp_path):
     assert len(data.read_text().splitlines()) == 2, "resumed teacher run, every trajectory kept"
 
 
-def test_a_teacher_that_fails_on_every_item_says_why(tmp_path):
+def teacher_arm(tmp_path):
+    """An experiment whose first arm runs a teacher that keeps every trajectory: (experiment, arm, train items)."""
     trains = experiment(scripted_pool(tmp_path, "<answer>3</answer>"))
     trains["arms"][0]["training"] = {"teacher": {"keep": "all"}, "sft": {"max_steps": 1}}
     trains["scales"]["small"] = {"limit": 1, "train_items": 2}
     loaded = load_experiment(write(tmp_path, trains), "small")
     _, train, _ = splits(loaded, None)
     arm = loaded.arms[0]
-    # The scripted orchestrator takes no grammar, so every teacher episode fails before its first turn.
-    teacher = {**arm.system, "name": "teacher", "constrained": "always"}
-    with pytest.raises(ConfigError, match=r"the teacher failed on every training item .*constrained: 'always'"):
+    return loaded, arm, train
+
+
+def test_a_teacher_that_fails_on_every_item_says_why(tmp_path):
+    loaded, arm, train = teacher_arm(tmp_path)
+    # Nothing listens on the orchestrator's port, so every teacher episode fails at its first turn.
+    down = {"name": "orch", "backend": "http", "model": "m", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0}
+    pool = {"workers": [{**down, "price": {"input_per_mtok": 0, "output_per_mtok": 0}}], "tools": []}
+    teacher = {**arm.system, "name": "teacher", "pool": pool}
+    with pytest.raises(ConfigError, match=r"the teacher failed on every training item .*127\.0\.0\.1:9"):
         teach(loaded, arm.training, teacher, train, tmp_path / "t", lambda line: None)
+
+
+def test_a_teacher_that_cannot_produce_an_action_stops_before_it_runs(tmp_path):
+    loaded, arm, train = teacher_arm(tmp_path)
+    # The scripted orchestrator takes no grammar: with constrained 'always' it cannot produce an action.
+    teacher = {**arm.system, "name": "teacher", "constrained": "always"}
+    with pytest.raises(ConfigError, match=r"cannot run:\n  constrained: 'always'"):
+        teach(loaded, arm.training, teacher, train, tmp_path / "t", lambda line: None)
+    assert not (tmp_path / "t").exists()
 
 
 def test_a_trained_checkpoint_takes_the_orchestrators_seat_and_is_not_a_tool(tmp_path):

@@ -70,6 +70,22 @@ RIGHT = {
         ("Martha will have collected 60 shells by her 10th birthday.", "60"),
         ("The domain is (2,12) \\cup (12,102).", "(2,12) \\cup (12,102)"),
     ],
+    "bold at a sentence's end (issue 25)": [
+        ("So the probability is **1/2**.", "\\frac12"),
+        ("So the total is **391**.", "391"),
+        ("**Final answer:** **42**", "42"),
+        ("So x is __7__.", "7"),
+    ],
+    "one value written twice (issue 25)": [
+        ("$\\frac{1}{2}$ or equivalently 0.5", "\\frac12"),
+        ("4 or 4.0", "4"),
+        ("The answer is 0.25, i.e. 1/4.", "\\frac14"),
+    ],
+    "a sentence ending in ? or … (issue 25)": [
+        ("So the total is 391?", "391"),
+        ("So the total is 391…", "391"),
+        ("The answer is 1/2?", "\\frac12"),
+    ],
     "a whole reply": [
         ("We get $x = 3$, so the final answer is $\\boxed{\\frac{14}{3}}$. I hope it is correct.", "\\frac{14}{3}"),
         ("Thus\n\\left( 3, \\frac{\\pi}{2} \\right)", "\\left( 3, \\frac{\\pi}{2} \\right)"),
@@ -87,6 +103,8 @@ WRONG = {
         ("1, -2, 3", "1,-2"),
     ],
     "several candidates": [
+        ("4 or 4.5", "4"),
+        ("$\\frac{1}{2}$ or equivalently 0.6", "\\frac12"),
         ("either 3 or 5", "5"),
         ("\\boxed{3} or \\boxed{5}", "5"),
         ("The answer is 3 or 5.", "5"),
@@ -95,6 +113,10 @@ WRONG = {
         ("It is 3, or maybe 5", "5"),
     ],
     "unevaluated expressions": [
+        ("So the total is **17*23**.", "17"),  # issue 25: the bold once hid the expression
+        ("So the total is 17*23?", "17"),  # issue 25: the question mark once cut it to "17"
+        ("So the total is 17*23…", "17"),
+        ("2**10", "1024"),  # Python's power operator is no bold
         ("9994 * 585 - 9526", "5837864"),
         ("\\boxed{9994 \\times 585 - 9526}", "5837864"),
         ("The answer is 9994*585 - 9526.", "5837864"),
@@ -220,3 +242,22 @@ def test_gsm8k_calculations_left_unevaluated_are_wrong_and_their_results_right()
         for template in RENDERINGS.values():
             assert not grade_math(template.format(expression), item.gold, item.question).correct, expression
         assert grade_math(f"{expression} = {item.gold}", item.gold, item.question).correct, expression
+
+
+def test_the_issue_25_answers_grade_as_they_should_with_podium_grade(tmp_path):
+    from typer.testing import CliRunner
+
+    from podium.cli import app
+
+    rows = [
+        ("So the probability is **1/2**.", "\\frac12", True),
+        ("So the total is **17*23**.", "17", False),
+        ("$\\frac{1}{2}$ or equivalently 0.5", "\\frac12", True),
+        ("4 or 4.0", "4", True),
+        ("So the total is 17*23?", "17", False),
+    ]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps({"response": r, "gold": g}) + "\n" for r, g, _ in rows))
+    result = CliRunner().invoke(app, ["grade", "--responses", str(responses), "--kind", "math", "--json"])
+    graded = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["correct"] for row in graded] == [correct for *_, correct in rows], graded

@@ -64,7 +64,9 @@ def test_relative_price_file_is_found_beside_the_pool_file(tmp_path):
         "workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\nprices: prices.yaml\n"
     )
     pool = build_pool(load_pool_config(tmp_path / "pool.yaml"))
-    assert pool.backends["a"].price == ModelPrice(input_per_mtok=3, output_per_mtok=4)
+    price = pool.backends["a"].price
+    assert (price.input_per_mtok, price.output_per_mtok) == (3, 4)
+    assert price.source == f"price sheet {(tmp_path / 'prices.yaml').resolve()}"
 
 
 def test_a_model_is_a_tool_with_its_description_price_and_usage():

@@ -1,10 +1,18 @@
+import asyncio
+import json
 from decimal import Decimal
 
 import pytest
+import yaml
 from genai_prices import Usage, calc_price
+from typer.testing import CliRunner
 
+from podium.backends.scripted import ScriptedBackend
+from podium.cli import app
+from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.errors import ConfigError, UnknownPriceError
+from podium.pool.pool import build_pool, load_pool_config
 
 
 def test_token_cost_is_tokens_times_price_per_million():
@@ -81,3 +89,52 @@ def test_broken_price_files_name_the_field(tmp_path):
     bad.write_text("models: [\n")
     with pytest.raises(ConfigError, match="cannot parse"):
         PriceCatalog.for_run(bad)
+
+
+# ------------------------------------------------------------------- an explicit sheet beats an inline price
+
+INLINE = {"input_per_mtok": 1.0, "output_per_mtok": 1.0}
+SHEET = "models:\n  served-model: {input_per_mtok: 1000.0, output_per_mtok: 1000.0}\n"
+
+
+def _inline_pool(tmp_path):
+    """A worker priced inline, as an HTTP model unknown to genai-prices must be (scripted here: no server)."""
+    worker = {"name": "Worker2", "backend": "scripted", "model": "served-model", "replies": ["two words"],
+              "price": INLINE}  # fmt: skip
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump({"workers": [worker], "tools": [], "prices": "pool-prices.yaml"}))
+    (tmp_path / "pool-prices.yaml").write_text(SHEET.replace("1000.0", "500.0"))  # the pool's own sheet
+    sheet = tmp_path / "sheet.yaml"
+    sheet.write_text(SHEET)
+    return path, sheet
+
+
+def test_an_explicit_sheet_beats_an_inline_price_and_the_call_records_which_it_paid(tmp_path):
+    pool_file, sheet = _inline_pool(tmp_path)
+    call = ["tools", "call", "Worker2", "--pool", str(pool_file), "--args", '{"prompt": "say two words"}', "--json"]
+    inline = json.loads(CliRunner().invoke(app, call).stdout)["usage"]
+    priced = json.loads(CliRunner().invoke(app, [*call, "--prices", str(sheet)]).stdout)["usage"]
+    tokens = inline["input_tokens"] + inline["output_tokens"]
+    assert inline["usd"] == pytest.approx(tokens * 1.0 / 1e6)  # the inline price beats the pool's own sheet
+    assert priced["usd"] == pytest.approx(tokens * 1000.0 / 1e6)
+    assert inline["price"] == "$1/$1 per 1M in/out tokens (inline price of served-model)"
+    assert priced["price"] == f"$1000/$1000 per 1M in/out tokens (price sheet {sheet})"
+
+
+def test_repricing_a_pool_reaches_workers_priced_inline(tmp_path):
+    pool_file, sheet = _inline_pool(tmp_path)
+    pool = build_pool(load_pool_config(pool_file))
+    assert pool.backends["Worker2"].price.input_per_mtok == 1.0
+    repriced = pool.repriced(PriceCatalog.from_file(sheet))
+    assert repriced.backends["Worker2"].price.input_per_mtok == 1000.0
+    assert pool.repriced(PriceCatalog()).backends["Worker2"].price.input_per_mtok == 1.0  # no entry: inline stays
+
+
+def test_an_orchestrator_turn_records_its_price():
+    backend = ScriptedBackend(
+        ["<answer>1</answer>"], model="orch", price=ModelPrice(input_per_mtok=2, output_per_mtok=3)
+    )
+    generation = asyncio.run(backend.generate([Message(role="user", content="hi")]))
+    assert generation.usage.price == "$2/$3 per 1M in/out tokens (catalog)"
+    total = generation.usage + generation.usage.model_copy(update={"price": "$9/$9 per 1M in/out tokens (x)"})
+    assert total.price == "$2/$3 per 1M in/out tokens (catalog); $9/$9 per 1M in/out tokens (x)"

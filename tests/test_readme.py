@@ -45,6 +45,7 @@ README_COMMANDS: dict[str, list[str]] = {
     "podium report runs/gsm8k --out report/": [],
     "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500": [],
     "podium experiment check experiments/*.yaml": [],
+    "podium check examples/systems/*.yaml": [],
     "podium serve --port 8000": [],
     "podium eval --benchmark tau2_retail --system examples/systems/embedded-tau2.yaml --limit 1 --out "
     "runs/retail --tau2-results runs/retail.json": [],
@@ -64,7 +65,7 @@ def test_every_readme_command_is_tested_and_every_file_it_names_exists():
     commands = readme_commands()
     assert sorted(commands) == sorted(README_COMMANDS), "README and README_COMMANDS differ"
     named = {word for command in commands for word in shlex.split(command) if word.startswith("examples/")}
-    missing = sorted(path for path in named if not (ROOT / path).exists())
+    missing = sorted(path for path in named if not glob.glob(path, root_dir=ROOT))  # a wildcard must match something
     assert not missing, f"the README names files the repository lacks: {missing}"
 
 
@@ -93,6 +94,7 @@ FAST = [
     "podium env list",
     "podium env replay retail --task 46",
     "podium experiment check experiments/*.yaml",
+    "podium check examples/systems/*.yaml",
 ]
 
 
@@ -202,32 +204,78 @@ def test_serve_model_answers_on_its_port(workdir):
         server.wait(timeout=30)
 
 
-@pytest.mark.slow
-def test_serve_answers_the_readme_client(workdir):
+def run_readme_client(workdir: Path, serve: list[str], client: str, timeout: float) -> subprocess.CompletedProcess:
+    """Start ``podium serve`` with the arguments ``serve`` on a free port, run the README's ``client`` code against
+    it once it listens (bounded: 180 s), and stop the server."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    arguments = [*shlex.split("podium serve --port 8000")[1:-1], str(port)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "podium", *arguments], cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    readme = README.read_text(encoding="utf-8")
-    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
-    assert client, "the README's client example is missing"
-    script = workdir / "client.py"
-    script.write_text(client.group(1).replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
+        [sys.executable, "-m", "podium", *serve, "--port", str(port)],
+        cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    script = workdir / f"client-{port}.py"
+    script.write_text(client.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8")
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and server.poll() is None:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
-            time.sleep(0.5)
-        completed = subprocess.run(
-            [sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=600
+            time.sleep(0.2)
+        return subprocess.run(
+            [sys.executable, str(script)], cwd=workdir, capture_output=True, text=True, timeout=timeout
         )
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_answers_the_readme_client(workdir):
+    readme = README.read_text(encoding="utf-8")
+    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
+    assert client, "the README's client example is missing"
+    serve = shlex.split("podium serve --port 8000")[1:-2]
+    completed = run_readme_client(workdir, serve, client.group(1), timeout=600)
     assert completed.returncode == 0, completed.stderr
     assert "CompletionUsage" in completed.stdout
+
+
+SCRIPTED_SERVING = {
+    "streaming": (
+        ['<tool_call>{"name": "helper", "arguments": {"prompt": "17 * 23"}}</tool_call>', "<answer>391</answer>"],
+        ["[turn 1]", "[call helper (helper-model)] OK", "391", " tokens, $"],
+    ),
+    "client tool": (
+        ['<tool_call>{"name": "lookup_price", "arguments": {"product": "widget"}}</tool_call>',
+         "<answer>3 widgets cost $13.5</answer>"],
+        ["3 widgets cost $13.5 stop"],
+    ),
+}  # fmt: skip
+"""The README's streaming and client-tool examples, each against a scripted orchestrator (its replies) that does
+what the example shows, and what each must print."""
+
+
+@pytest.mark.parametrize("example", sorted(SCRIPTED_SERVING))
+def test_the_readme_streaming_and_client_tool_examples_run(workdir, tmp_path, example):
+    blocks = re.findall(r"```python\n(from openai import OpenAI\n.*?|import json\n\nfrom openai import OpenAI\n.*?)```",
+                        README.read_text(encoding="utf-8"), re.S)  # fmt: skip
+    scripts = {"streaming": blocks[1], "client tool": blocks[2]}
+    assert "stream=True" in scripts["streaming"] and "tool_calls" in scripts["client tool"]
+    replies, printed = SCRIPTED_SERVING[example]
+    workers = [
+        {"name": "orchestrator", "backend": "scripted", "model": "orchestrator-model", "replies": replies},
+        {"name": "helper", "backend": "scripted", "model": "helper-model", "replies": ["391"]},
+    ]
+    system = {"name": "scripted", "orchestrator": "orchestrator", "deny": ["orchestrator"],
+              "pool": {"workers": workers, "tools": []}}  # fmt: skip
+    (tmp_path / "system.json").write_text(json.dumps(system))
+    trace = tmp_path / "trace.jsonl"
+    serve = ["serve", "--system", str(tmp_path / "system.json"), "--trace", str(trace)]
+    completed = run_readme_client(workdir, serve, scripts[example], timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert all(text in completed.stdout for text in printed), completed.stdout
+    [trajectory] = [json.loads(line) for line in trace.read_text().splitlines()]
+    observations = [result["observation"] for turn in trajectory["turns"] for result in turn["results"]]
+    assert observations == (["4.5"] if example == "client tool" else ["391"])  # the client's answer reached it

@@ -289,14 +289,17 @@ def test_constrained_always_fails_clearly_without_support() -> None:
         run(scripted_pool(), orchestrator("<answer>1</answer>"), constrained="always")
 
 
-def test_parallel_summarizes_when_rounds_run_out_and_serial_does_not() -> None:
+def test_parallel_summarizes_when_rounds_run_out_and_serial_keeps_the_observed_value() -> None:
     loop = orchestrator(call("add", a=1, b=1), repeat_last=True)
     trajectory = run(scripted_pool(), loop, tools=(add,), policy="parallel", max_turns=2)
     assert trajectory.stop_reason is StopReason.MAX_TURNS and trajectory.answer == "42"
     assert trajectory.turns[-1].results[-1].call.name == "final_answer"
     loop = orchestrator(call("add", a=1, b=1), repeat_last=True)
     serial = run(scripted_pool(), loop, tools=(add,), max_turns=2)
-    assert serial.answer is None
+    assert serial.stop_reason is StopReason.MAX_TURNS and serial.answer == "2"  # what the last add call returned
+    assert serial.metadata["answer_source"] == {"call": "call_0", "tool": "add"}
+    loop = orchestrator(call("add", a=1, b=1), repeat_last=True)
+    assert run(scripted_pool(), loop, tools=(add,), max_turns=2, answer_from_observations=False).answer is None
     loop = orchestrator(call("add", a=1, b=1), repeat_last=True)
     assert run(scripted_pool(), loop, tools=(add,), max_turns=2, summarize_on_stop=True).answer == "42"
 

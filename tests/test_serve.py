@@ -1,5 +1,5 @@
 """`podium serve`: orchestrators as OpenAI-compatible models, used through the official openai client (sync, async,
-streaming) against servers the tests start on 127.0.0.1."""
+streaming) against servers the tests start on 127.0.0.1: conversations, streamed steps, sampling parameters."""
 
 import asyncio
 import json
@@ -8,71 +8,27 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from podium.backends.base import Completion, GenerationRequest
 from podium.backends.scripted import ScriptedBackend
-from podium.core.messages import Message
 from podium.core.trajectory import read_trajectories
-from podium.costs.prices import ModelPrice
 from podium.errors import ConfigError
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import build_pool
-from podium.runtime.config import RunConfig
-from podium.runtime.system import OrchestratorSystem
-from podium.serve.http import app_in_thread
 from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app, load_system_spec
+from tests.serve_fixtures import (
+    ANSWER,
+    CALL,
+    ask,
+    client,
+    orchestrator_of,
+    served,
+    system,
+)
 
-CALL = '<tool_call>{"name": "helper", "arguments": {"prompt": "What is 6*7?"}}</tool_call>'
-ANSWER = "<answer>42</answer>"
-PRICE = ModelPrice(input_per_mtok=100.0, output_per_mtok=200.0)
-
-
-def script(messages: list[Message]) -> str:
-    """Call the helper first; answer once its observation is in the conversation."""
-    return ANSWER if any("<tool_response" in m.content for m in messages[2:]) else CALL
-
-
-class SlowScripted(ScriptedBackend):
-    """The scripted orchestrator, each generation taking ``delay`` seconds without blocking the loop."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__([script], model="orchestrator-model", repeat_last=True, price=PRICE)
-        self.delay = delay
-
-    async def _complete(self, request: GenerationRequest) -> Completion:
-        await asyncio.sleep(self.delay)
-        return await super()._complete(request)
-
-
-def system(name: str = "tiny-orchestrator", delay: float = 0.0, **config: object) -> OrchestratorSystem:
-    """A served orchestrator over a scripted pool: ``orchestrator`` (its backend replaced by the script above)
-    and ``helper``, a worker offered as a tool that always answers 42."""
-    workers = [
-        WorkerConfig(name="orchestrator", backend="scripted", model="orchestrator-model", replies=["unused"]),
-        WorkerConfig(name="helper", backend="scripted", model="helper-model", replies=["42"], price=PRICE),
-    ]
-    pool = build_pool(PoolConfig(workers=workers, tools=[]))
-    pool.backends["orchestrator"] = SlowScripted(delay)
-    settings = RunConfig(orchestrator="orchestrator", deny=["orchestrator"], max_turns=4, **config)  # type: ignore[arg-type]
-    return OrchestratorSystem(name, pool, settings)
-
-
-@contextmanager
-def served(*systems: OrchestratorSystem, **config: object) -> Iterator[str]:
-    app = create_orchestrator_app(list(systems) or [system()], ServeConfig(**config))  # type: ignore[arg-type]
-    with app_in_thread(app) as url:
-        yield url
-
-
-def client(url: str, **options: object) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url, api_key=str(options.pop("api_key", "none")), max_retries=0, **options)  # type: ignore[arg-type]
+MODEL = "tiny-orchestrator"
 
 
 def test_sync_client_runs_one_episode_per_request(tmp_path) -> None:
@@ -96,16 +52,15 @@ def test_sync_client_runs_one_episode_per_request(tmp_path) -> None:
     assert stored.messages[0].content.endswith("Be brief.")  # system messages join the system prompt
     assert stored.messages[1].content == "What is 6*7?\n\navoid paid models"
     assert podium["trajectory"]["id"] == stored.id and stored.metadata["request_id"] == response.id
+    reasoning = response.choices[0].message.model_extra["reasoning_content"]
+    assert "[turn 1]" in reasoning and "[call helper (helper-model)] OK" in reasoning
 
 
 def test_async_client_runs_concurrent_episodes() -> None:
     async def ask_three(url: str) -> list[str]:
         api = openai.AsyncOpenAI(base_url=url, api_key="none", max_retries=0)
         responses = await asyncio.gather(
-            *(
-                api.chat.completions.create(model="tiny-orchestrator", messages=[{"role": "user", "content": q}])
-                for q in ("a?", "b?", "c?")
-            )
+            *(api.chat.completions.create(model="tiny-orchestrator", messages=ask(q)) for q in ("a?", "b?", "c?"))
         )
         assert all(r.choices[0].message.content == "42" for r in responses)
         await api.close()
@@ -115,69 +70,121 @@ def test_async_client_runs_concurrent_episodes() -> None:
         assert len(set(asyncio.run(ask_three(url)))) == 3
 
 
-def test_streaming_sends_progress_then_the_answer_and_usage() -> None:
-    with served(system(delay=0.6), heartbeat_s=0.2) as url:
+def test_streaming_shows_each_turn_and_call_then_the_answer_word_by_word() -> None:
+    def long_answer(messages: list) -> str:
+        return "<answer>It is 42, as the helper said.</answer>" if len(messages) > 2 else CALL
+
+    with served(system(delay=0.3, script=long_answer), heartbeat_s=0.1) as url:
         stream = client(url).chat.completions.create(
-            model="tiny-orchestrator",
-            messages=[{"role": "user", "content": "What is 6*7?"}],
-            stream=True,
-            stream_options={"include_usage": True},
+            model="tiny-orchestrator", messages=ask(), stream=True, stream_options={"include_usage": True}
         )
         chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant" and chunks[0].model_extra["podium"]["event"] == "started"
-    events = [c.model_extra["podium"]["event"] for c in chunks if "event" in (c.model_extra.get("podium") or {})]
-    assert events.count("running") >= 2  # two generations of 0.6 s, a heartbeat every 0.2 s
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert text == "42"
+    events = [(c.model_extra.get("podium") or {}).get("event") for c in chunks]
+    steps = [event for event in events if event in ("generating", "turn", "call")]
+    assert steps == ["generating", "turn", "call", "generating", "turn"]
+    assert "running" in events  # heartbeats while a generation takes 0.3 s
+    [call] = [c.model_extra["podium"] for c, event in zip(chunks, events, strict=True) if event == "call"]
+    assert (call["name"], call["status"], call["worker"]) == ("helper", "OK", "helper-model") and call["usd"] > 0
+    reasoning = "".join(
+        (c.choices[0].delta.model_extra or {}).get("reasoning_content") or "" for c in chunks if c.choices
+    )
+    assert reasoning.index("[turn 1]") < reasoning.index("[call helper") < reasoning.index("[turn 2]")
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces) == "It is 42, as the helper said." and len(pieces) == 7
     [finish] = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert finish.choices[0].finish_reason == "stop" and finish.model_extra["podium"]["calls"] == 1
-    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
+    assert finish.model_extra["podium"]["usd"] > 0
+    assert finish.usage.model_extra["cost"] == pytest.approx(finish.model_extra["podium"]["usd"])
+    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == finish.usage.total_tokens > 0
 
 
-def test_requests_beyond_the_limit_get_429_and_the_slot_frees() -> None:
-    question = [{"role": "user", "content": "q"}]
-    with served(system(delay=0.5), max_concurrent=1) as url:
-        api = client(url)
-        running = api.chat.completions.create(model="tiny-orchestrator", messages=question, stream=True)
-        chunks = iter(running)
-        assert next(chunks).model_extra["podium"]["event"] == "started"  # admitted: it holds the only slot
-        with pytest.raises(openai.RateLimitError) as refused:
-            api.chat.completions.create(model="tiny-orchestrator", messages=question)
-        assert refused.value.body["type"] == "rate_limit_error" and refused.value.response.headers["retry-after"]
-        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "42"
-        again = api.chat.completions.create(model="tiny-orchestrator", messages=question)
-        assert again.choices[0].message.content == "42"
+def test_the_conversation_history_is_the_episodes_context(tmp_path) -> None:
+    served_system = system()
+    messages = [
+        {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "My name is Ada."},
+        {"role": "assistant", "content": "Hello Ada."},
+        {"role": "developer", "content": "Prefer free tools."},
+        {"role": "user", "content": "What is 6*7?"},
+    ]
+    with served(served_system, trace=str(tmp_path / "t.jsonl")) as url:
+        reply = client(url).chat.completions.create(model="tiny-orchestrator", messages=messages)
+    assert reply.choices[0].message.content == "42"
+    [stored] = read_trajectories(tmp_path / "t.jsonl")
+    roles = [(m.role, m.content) for m in stored.messages[1:4]]
+    assert roles == [("user", "My name is Ada."), ("assistant", "Hello Ada."), ("user", "What is 6*7?")]
+    assert stored.messages[0].content.endswith("Answer in French.\n\nPrefer free tools.")
+    assert stored.metadata["history"] == {"messages": 2, "shown": 2}
+    first_prompt = orchestrator_of(served_system).sent[0].messages
+    assert [m.content for m in first_prompt[1:3]] == ["My name is Ada.", "Hello Ada."]
 
 
-def test_api_key_is_required_when_configured(monkeypatch) -> None:
-    monkeypatch.setenv("PODIUM_TEST_KEY", "s3cret")
-    with served(system(), api_key_env="PODIUM_TEST_KEY") as url:
-        with pytest.raises(openai.AuthenticationError):
-            client(url, api_key="wrong").models.list()
-        with pytest.raises(openai.AuthenticationError):
-            client(url).chat.completions.create(model="tiny-orchestrator", messages=[{"role": "user", "content": "q"}])
-        good = client(url, api_key="s3cret")
-        reply = good.chat.completions.create(model="tiny-orchestrator", messages=[{"role": "user", "content": "q"}])
-        assert reply.choices[0].message.content == "42"
-    monkeypatch.delenv("PODIUM_TEST_KEY")
-    with pytest.raises(ConfigError, match="PODIUM_TEST_KEY"):
-        create_orchestrator_app([system()], ServeConfig(api_key_env="PODIUM_TEST_KEY"))
+def test_a_long_history_keeps_its_newest_turns_within_the_budget(tmp_path) -> None:
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "x" * 400} for i in range(9)]
+    with served(system(max_history_tokens=1000), trace=str(tmp_path / "t.jsonl")) as url:
+        reply = client(url).chat.completions.create(model="tiny-orchestrator", messages=[*turns, *ask()])
+    assert reply.model_extra["podium"]["history"] == {"messages": 9, "shown": 2}
+    [stored] = read_trajectories(tmp_path / "t.jsonl")
+    assert stored.messages[1].content.startswith("turn 7 ") and stored.messages[2].content.startswith("turn 8 ")
+
+
+def test_sampling_parameters_reach_the_orchestrator_and_stop_cuts_the_answer() -> None:
+    served_system = system()
+    with served(served_system) as url:
+        reply = client(url).chat.completions.create(
+            model="tiny-orchestrator", messages=ask(), temperature=0.7, top_p=0.9, seed=11, max_tokens=64, stop=["2"]
+        )
+    assert reply.choices[0].message.content == "4" and reply.choices[0].finish_reason == "stop"
+    sent = orchestrator_of(served_system).sent
+    assert [(r.temperature, r.top_p, r.seed, r.max_tokens) for r in sent] == [(0.7, 0.9, 11, 64), (0.7, 0.9, 12, 64)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"frequency_penalty": 0.5}, "frequency_penalty"),
+        ({"presence_penalty": 1}, "presence_penalty"),
+        ({"logprobs": True}, "logprobs"),
+        ({"response_format": {"type": "json_object"}}, "response_format.type"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias.50256"),
+        ({"reasoning_effort": "high"}, "reasoning_effort"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"n": 2}, "n"),
+        ({"store": True}, "store"),
+        ({"temperature": 3}, "temperature"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+        ({"max_tokens": 8, "max_completion_tokens": 9}, "max_completion_tokens"),
+        ({"stream_options": {"continuous_usage_stats": True}}, "stream_options.continuous_usage_stats"),
+    ],
+)  # fmt: skip
+def test_fields_the_orchestrator_cannot_honour_are_400s_naming_them(extra: dict, param: str) -> None:
+    with served() as url:
+        reply = httpx.post(f"{url}/chat/completions", json={"model": "tiny-orchestrator", "messages": ask(), **extra})
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["param"] == param and reply.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_an_answer_budget_too_small_for_an_action_names_max_tokens() -> None:
+    grammar_needing = system(constrained="always")
+    grammar_needing.pool.backends["orchestrator"].supports_regex = True
+    with served(grammar_needing) as url, pytest.raises(openai.BadRequestError) as refused:
+        client(url).chat.completions.create(model="tiny-orchestrator", messages=ask(), max_tokens=3)
+    assert refused.value.body["param"] == "max_tokens" and "max_tokens" in refused.value.message
 
 
 @pytest.mark.parametrize(
     ("body", "param"),
     [
-        ({"model": "tiny-orchestrator", "messages": []}, "messages"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "system", "content": "only a system"}]}, "messages"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "n": 2}, "n"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "tools": [{}]}, "tools"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "podium": {"max_usd": -1}},
-         "podium.max_usd"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "podium": {"budget": 1}},
-         "podium.budget"),
-        ({"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "podium": {"deny": ["nope"]}},
-         "podium"),
-        ({"messages": [{"role": "user", "content": "q"}]}, "model"),
+        ({"model": MODEL, "messages": []}, "messages"),
+        ({"model": MODEL, "messages": [{"role": "system", "content": "only a system"}]}, "messages.0.role"),
+        ({"model": MODEL, "messages": [*ask(), {"role": "assistant", "content": "x"}]}, "messages.1.role"),
+        ({"model": MODEL, "messages": [*ask(), {"role": "tool", "content": "x"}]}, "messages.1.tool_call_id"),
+        ({"model": MODEL, "messages": ask(), "tools": [{}]}, "tools.0.type"),
+        ({"model": MODEL, "messages": ask(), "podium": {"max_usd": -1}}, "podium.max_usd"),
+        ({"model": MODEL, "messages": ask(), "podium": {"budget": 1}}, "podium.budget"),
+        ({"model": MODEL, "messages": ask(), "podium": {"deny": ["nope"]}}, "podium"),
+        ({"messages": ask()}, "model"),
     ],
 )  # fmt: skip
 def test_malformed_requests_get_openai_style_400s(body: dict, param: str) -> None:
@@ -195,24 +202,41 @@ def test_bad_json_unknown_model_and_failed_orchestrator() -> None:
         reply = httpx.post(f"{url}/chat/completions", content=b"{not json", timeout=30)
         assert reply.status_code == 400 and reply.json()["error"]["type"] == "invalid_request_error"
         with pytest.raises(openai.NotFoundError, match="tiny-orchestrator"):
-            client(url).chat.completions.create(model="gpt-5", messages=[{"role": "user", "content": "q"}])
+            client(url).chat.completions.create(model="gpt-5", messages=ask())
         with pytest.raises(openai.InternalServerError) as failed:
-            client(url).chat.completions.create(model="broken", messages=[{"role": "user", "content": "q"}])
+            client(url).chat.completions.create(model="broken", messages=ask())
         assert failed.value.status_code == 502 and failed.value.body["code"] == "orchestrator_failed"
         with pytest.raises(openai.APIError, match="no reply left"):
-            list(client(url).chat.completions.create(model="broken", messages=[{"role": "user", "content": "q"}],
-                                                     stream=True))  # fmt: skip
+            list(client(url).chat.completions.create(model="broken", messages=ask(), stream=True))
 
 
-def test_a_request_limit_ends_the_episode_early() -> None:
+def test_an_answer_in_an_observation_is_never_lost_to_a_limit() -> None:
     with served() as url:
         response = client(url).chat.completions.create(
-            model="tiny-orchestrator",
-            messages=[{"role": "user", "content": "What is 6*7?"}],
-            extra_body={"podium": {"max_turns": 1}},
+            model="tiny-orchestrator", messages=ask(), extra_body={"podium": {"max_turns": 1}}
+        )
+    # The one turn called the helper, which returned 42; the turn limit came before the orchestrator answered.
+    assert response.choices[0].message.content == "42" and response.choices[0].finish_reason == "stop"
+    podium = response.model_extra["podium"]
+    assert podium["stop_reason"] == "max_turns" and podium["answer_source"] == {"call": "call_0", "tool": "helper"}
+    silent = system(script=lambda messages: '<tool_call>{"name": "nope", "arguments": {}}</tool_call>')
+    with served(silent) as url:
+        response = client(url).chat.completions.create(
+            model="tiny-orchestrator", messages=ask(), extra_body={"podium": {"max_turns": 1}}
         )
     assert response.choices[0].finish_reason == "length" and response.choices[0].message.content == ""
-    assert response.model_extra["podium"]["stop_reason"] == "max_turns"
+
+
+def test_an_api_key_is_required_when_configured(monkeypatch) -> None:
+    monkeypatch.setenv("PODIUM_TEST_KEY", "s3cret")
+    with served(system(), api_key_env="PODIUM_TEST_KEY") as url:
+        with pytest.raises(openai.AuthenticationError):
+            client(url, api_key="wrong").models.list()
+        with pytest.raises(openai.AuthenticationError):
+            client(url).chat.completions.create(model=MODEL, messages=ask())
+        assert httpx.get(url.removesuffix("/v1") + "/metrics").status_code == 401
+        reply = client(url, api_key="s3cret").chat.completions.create(model=MODEL, messages=ask())
+        assert reply.choices[0].message.content == "42"
 
 
 def test_eval_orchestrator_files_serve_unchanged(tmp_path) -> None:
@@ -223,6 +247,8 @@ def test_eval_orchestrator_files_serve_unchanged(tmp_path) -> None:
         load_system_spec(tmp_path / "tools.yaml")
     with pytest.raises(ConfigError, match="distinct names"):
         create_orchestrator_app([system(), system()])
+    with pytest.raises(ConfigError, match="PODIUM_UNSET_KEY"):
+        create_orchestrator_app([system()], ServeConfig(api_key_env="PODIUM_UNSET_KEY"))
 
 
 def free_port() -> int:
@@ -239,9 +265,11 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
     spec = {"kind": "orchestrator", "name": "scripted", "orchestrator": "orchestrator", "deny": ["orchestrator"],
             "pool": {"workers": workers, "tools": []}}  # fmt: skip
     (tmp_path / "system.yaml").write_text(json.dumps(spec))
-    port, trace = free_port(), tmp_path / "trace.jsonl"
+    port, trace, log = free_port(), tmp_path / "trace.jsonl", tmp_path / "requests.jsonl"
+    settings = {"keys": [{"name": "team", "key_env": "SERVE_KEY", "max_usd_per_day": 10}], "request_log": str(log)}
+    (tmp_path / "serve.json").write_text(json.dumps(settings))
     command = [str(Path(sys.executable).with_name("podium")), "serve", "--system", str(tmp_path / "system.yaml"),
-               "--port", str(port), "--api-key-env", "SERVE_KEY", "--trace", str(trace)]  # fmt: skip
+               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace)]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "SERVE_KEY": "k"}, stderr=subprocess.PIPE, text=True)
     try:
         api = client(f"http://127.0.0.1:{port}/v1", api_key="k")
@@ -252,9 +280,16 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
             except openai.APIConnectionError:
                 assert server.poll() is None, server.stderr.read() if server.stderr else ""
                 time.sleep(0.2)
-        reply = api.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "6*7?"}])
+        reply = api.chat.completions.create(model="scripted", messages=ask("6*7?"))
+        with pytest.raises(openai.AuthenticationError):
+            client(f"http://127.0.0.1:{port}/v1", api_key="wrong").chat.completions.create(
+                model="scripted", messages=ask()
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)
     assert reply.choices[0].message.content == "42"
     assert [t.id for t in read_trajectories(trace)] == [reply.model_extra["podium"]["trajectory_id"]]
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {(r["event"], r.get("outcome")) for r in records} >= {("request", "stop"), ("episode", None)}
+    assert [r["key"] for r in records if r["event"] == "episode"] == ["team"]

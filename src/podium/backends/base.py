@@ -52,6 +52,8 @@ class Generation(Record):
     """Why generation stopped (``stop``, ``length``…), when the backend says."""
     clipped: str | None = None
     """Set when the backend reported more tokens than the request allowed: what it said and what was charged."""
+    price: str | None = None
+    """The token price it was charged at and where that price came from."""
     choice_probs: dict[str, float] | None = None
     """For a reply constrained to a finite set of choices, by a backend that can tell: each choice's probability
     under the model (temperature 1)."""
@@ -65,6 +67,7 @@ class Generation(Record):
             usd=self.usd,
             latency_s=self.latency_s,
             clipped=self.clipped is not None,
+            price=self.price,
         )
 
 
@@ -84,6 +87,10 @@ class GenerationRequest:
     max_tokens: int = 512
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
+    top_p: float = 1.0
+    """Nucleus sampling: sample from the smallest set of tokens whose probability reaches ``top_p``."""
+    seed: int | None = None
+    """Seed of a sampled generation (``None``: the backend's own)."""
     json_schema: dict[str, Any] | None = None
     """Constrain the reply to JSON matching this schema (where the backend can; otherwise it is a hint)."""
     regex: str | None = None
@@ -133,11 +140,14 @@ class ChatBackend(ABC):
         stop: list[str] | None = None,
         json_schema: dict[str, Any] | None = None,
         regex: str | None = None,
+        top_p: float = 1.0,
+        seed: int | None = None,
         choices: Sequence[str] = (),
     ) -> Generation:
         """Complete the conversation; with ``json_schema`` the reply is JSON matching it (constrained decoding
         where the backend supports it), with ``regex`` it matches the expression, with ``choices`` it is one of
-        them. Raises :class:`BackendError` on failure."""
+        them; ``top_p`` and ``seed`` shape sampling (``temperature`` above 0). Raises :class:`BackendError` on
+        failure."""
         if regex is not None and not self.supports_regex:
             raise BackendError(f"backend '{self.model}' cannot constrain replies to a regular expression")
         if choices and not self.supports_choices:
@@ -145,7 +155,7 @@ class ChatBackend(ABC):
         if sum(constraint is not None for constraint in (json_schema, regex, choices or None)) > 1:
             raise BackendError("give one of json_schema, regex or choices")
         request = GenerationRequest(
-            list(messages), max_tokens, temperature, tuple(stop or ()), json_schema, regex, tuple(choices)
+            list(messages), max_tokens, temperature, tuple(stop or ()), top_p, seed, json_schema, regex, tuple(choices)
         )
         started = time.perf_counter()
         try:
@@ -197,6 +207,7 @@ class ChatBackend(ABC):
             latency_s=completion.latency_s if completion.latency_s is not None else latency_s,
             finish_reason=completion.finish_reason,
             clipped=clipped,
+            price=self.price.describe(),
             choice_probs=completion.choice_probs,
         )
 

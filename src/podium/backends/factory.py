@@ -76,11 +76,15 @@ BackendSpec = Annotated[AnySpec, Field(discriminator="kind")]
 """Any backend, selected by its ``kind``."""
 
 
-def backend_price(spec: AnySpec, catalog: PriceCatalog) -> ModelPrice:
-    """The spec's own price, else the catalog's. A served (``http``) or replayed model with no price anywhere
-    is an error, never silently free; local and scripted models are free unless priced."""
+def backend_price(spec: AnySpec, catalog: PriceCatalog, sheet: PriceCatalog | None = None) -> ModelPrice:
+    """The price of ``spec``'s model: an explicitly given ``sheet``'s entry for it (``--prices``, a per-instance
+    price sheet) beats the spec's own ``price:``, which beats the ``catalog`` (the pool's sheet, Podium's,
+    genai-prices). A served (``http``) or replayed model with no price anywhere is an error, never silently free;
+    local and scripted models are free unless priced."""
+    if sheet is not None and spec.model in sheet.models:
+        return sheet.models[spec.model]
     if spec.price is not None:
-        return spec.price
+        return spec.price.sourced(f"inline price of {spec.model}")
     provider = spec.provider if isinstance(spec, HttpBackendSpec) else None
     try:
         return catalog.model_price(spec.model, provider)
@@ -90,9 +94,9 @@ def backend_price(spec: AnySpec, catalog: PriceCatalog) -> ModelPrice:
         return FREE
 
 
-def build_backend(spec: AnySpec, catalog: PriceCatalog | None = None) -> ChatBackend:
-    """The backend ``spec`` describes, priced from ``catalog`` (default: Podium's sheet) when it has no price."""
-    price = backend_price(spec, catalog or PriceCatalog.default())
+def build_backend(spec: AnySpec, catalog: PriceCatalog | None = None, sheet: PriceCatalog | None = None) -> ChatBackend:
+    """The backend ``spec`` describes, priced by :func:`backend_price` (``catalog`` default: Podium's sheet)."""
+    price = backend_price(spec, catalog or PriceCatalog.default(), sheet)
     if isinstance(spec, ScriptedBackendSpec):
         return ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last, price=price)
     if isinstance(spec, ReplayBackendSpec):

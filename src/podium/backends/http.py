@@ -79,6 +79,20 @@ class HttpBackend(ChatBackend):
         self._in_flight = LoopSemaphore(config.max_concurrent)
         self.supports_regex = config.structured_outputs == "vllm"
 
+    async def unreachable(self) -> str | None:
+        """Why the server cannot serve this backend's model (no connection, an error, the model not listed), or
+        ``None``: one model listing, no retries (``podium check --online``)."""
+        try:
+            listed = await asyncio.wait_for(
+                self._client.with_options(max_retries=0).models.list(), timeout=self.config.timeout_s
+            )
+        except Exception as error:  # any failure to list is the answer: the server cannot be used as configured
+            return f"{self.config.base_url}: not reachable ({type(error).__name__}: {error})"
+        served = [model.id for model in listed.data]
+        if served and self.model not in served:
+            return f"{self.config.base_url} does not serve '{self.model}' (it serves {', '.join(served[:8])})"
+        return None
+
     async def _complete(self, request: GenerationRequest) -> Completion:
         body: dict[str, Any] = {
             "model": self.model,
@@ -90,6 +104,10 @@ class HttpBackend(ChatBackend):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
         if request.json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

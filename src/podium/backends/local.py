@@ -41,7 +41,8 @@ class LocalBackendConfig(Config):
     max_prompt_tokens: PositiveInt = 8192
     """Longest prompt accepted; longer prompts fail with EXEC_ERR rather than silently losing their start."""
     seed: int = 0
-    """Seed of sampled (temperature > 0) generations, advanced per request for reproducible runs."""
+    """Seed of sampled (temperature > 0) generations, advanced per request for reproducible runs; a request's own
+    seed takes its place."""
     cpu_threads: PositiveInt = 1
     """Torch CPU threads (process-wide). Small models decode fastest on one: SmolLM2-135M made 20.6 tok/s on
     one thread and 3.5 tok/s on two of a busy 2-core machine. Raise it for large models on idle CPUs."""
@@ -124,7 +125,7 @@ class LocalBackend(ChatBackend):
     async def _complete(self, request: GenerationRequest) -> Completion:
         async with self._one_at_a_time:
             self._requests += 1
-            seed = self.config.seed + self._requests
+            seed = self.config.seed + self._requests if request.seed is None else request.seed
             work = self._choose if request.choices else self._generate
             return await asyncio.to_thread(work, request, seed)
 
@@ -172,7 +173,7 @@ class LocalBackend(ChatBackend):
         options: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tokenizer.eos_token_id}
         if request.temperature > 0:
             torch.manual_seed(seed)
-            options.update(do_sample=True, temperature=request.temperature, top_p=1.0, top_k=0)
+            options.update(do_sample=True, temperature=request.temperature, top_p=request.top_p, top_k=0)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         try:

@@ -26,6 +26,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "ask": LazyCommand("podium.cli.models", "ask_command", "One model answers, no tools (the no-tools baseline)."),
     "tools": LazyCommand("podium.cli.tools", "app", "List and call the tools of the pool."),
     "env": LazyCommand("podium.cli.env", "app", "Tool-use environments in tau2 format (airline, retail…)."),
+    "check": LazyCommand(
+        "podium.cli.check", "check_command", "Validate config files as the commands that use them would."
+    ),
     "eval": LazyCommand("podium.cli.eval", "eval_command", "Evaluate a system on a benchmark (resumable)."),
     "report": LazyCommand("podium.cli.eval", "report_command", "Build the static HTML report of eval runs."),
     "grade": LazyCommand("podium.cli.grade", "grade_command", "Grade a JSONL file of model responses."),

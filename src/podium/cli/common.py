@@ -23,6 +23,8 @@ from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.runtime.checks import Problem, run_problems
+from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
 
 
@@ -44,6 +46,7 @@ BACKEND_FAILED = 3
 
 if TYPE_CHECKING:
     from podium.graders.records import Funnel
+    from podium.train.config import GRPOConfig
 
 PoolOption = Annotated[
     Path | None, typer.Option("--pool", help="Pool YAML (PoolConfig); default: the embedded offline pool.")
@@ -168,7 +171,7 @@ class LiveEpisode:
             self.generated = self.tokens
         elif event.kind == "tokens":
             self.tokens = self.generated + event.tokens
-        else:
+        elif event.kind == "calling":
             self.doing = f"running its {event.detail}"
             self.generated = self.tokens
 
@@ -208,8 +211,39 @@ def stage_config(config: type[ConfigT], path: Path | None, flags: dict[str, Any]
     return config.from_dict(data, source=str(path) if path else "options")
 
 
+def missing_checkpoint(path: str | None) -> Problem | None:
+    """A training config's start checkpoint (``model.path``) that is not there, naming the command that writes it
+    (a checkpoint is never downloaded); ``None`` when there is none to load or it is there."""
+    if path is None or Path(path).exists():
+        return None
+    message = (
+        f"no checkpoint at {path}: `podium train sft` writes it; run it first with output_dir: {path} (e.g. podium "
+        "train sft --config examples/data/train_sft.yaml)"
+    )
+    return Problem("model.path", message, written_by="podium train sft")
+
+
+def rollout_problems(config: "GRPOConfig") -> list[Problem]:
+    """Why GRPO's rollouts could not produce an action: the rollout pool, policy and budget as the model being
+    trained decodes them (an unloaded stand-in of it says what it can constrain)."""
+    from podium.backends.local import LocalBackend, LocalBackendConfig
+    from podium.train.rollouts import rollout_pool
+
+    rollout = config.rollout
+    run = RunConfig(
+        policy=rollout.policy,
+        max_turns=rollout.max_turns,
+        max_tokens=rollout.max_tokens,
+        constrained="auto" if rollout.constrained else "never",
+        allow=rollout.allow,
+    )
+    trained = LocalBackend(LocalBackendConfig(model=config.model.name, path=config.model.path))
+    return run_problems(rollout_pool(rollout), run, trained)
+
+
 def report_funnel(funnel: "Funnel", as_json: bool) -> None:
-    """The funnel as a table (or JSON Lines); exits 1 when the USD cap left work undone."""
+    """The funnel as a table (or JSON Lines); exits 1 when the USD cap left work undone or nothing survived the
+    filters (an empty result is no success)."""
     from podium.data.funnel import funnel_lines, print_funnel  # the data stages load only for the data commands
 
     if as_json:
@@ -217,5 +251,7 @@ def report_funnel(funnel: "Funnel", as_json: bool) -> None:
             typer.echo(line)
     else:
         print_funnel(funnel, console)
-    if funnel.stopped_by_budget:
+    if funnel.empty:
+        errors.print(f"[red]error:[/red] {funnel.empty}", highlight=False)
+    if funnel.stopped_by_budget or funnel.empty:
         raise typer.Exit(1)

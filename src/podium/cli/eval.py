@@ -1,8 +1,8 @@
 """``podium eval`` and ``podium report``.
 
 Registered on the main app with ``app.command("eval")(eval_command)`` and ``app.command("report")(report_command)``.
-Exit status: 0 done, 1 the run stopped at its USD cap with samples left, 2 invalid input (config, benchmark,
-mismatched resume).
+Exit status: 0 done, 1 every sample failed or the run stopped at its USD cap with samples left, 2 invalid input
+(config, benchmark, mismatched resume, a system that cannot produce an action).
 """
 
 import asyncio
@@ -24,6 +24,7 @@ from podium.evaluate.runner import EvalSummary, run_eval
 from podium.evaluate.system_config import SystemConfig, load_system_config
 from podium.graders.grader import Grader, GradingConfig
 from podium.graders.records import tasks_benchmark
+from podium.runtime.checks import NotRunnable
 from podium.sandbox import SandboxConfig
 
 console = Console()
@@ -131,6 +132,8 @@ def eval_command(
                 )
             )
         _export_tau2(out, tau2_results, data_dir, quiet)
+    except NotRunnable as error:  # a system that cannot produce an action: named with its file, nothing run
+        raise _fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
@@ -183,7 +186,8 @@ def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir
 
 
 def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
-    """The run's totals and who graded them; exits 1 when the USD cap stopped it before every sample ran."""
+    """The run's totals and who graded them; exits 1 when every sample failed (naming the most common reason) or
+    the USD cap stopped it before every sample ran."""
     for note in summary.repairs:  # what resuming had to set right: a torn line, a changed manifest
         errors.print(f"repaired: {note}", highlight=False, soft_wrap=True)
     console.print(
@@ -194,6 +198,13 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
         highlight=False,
         soft_wrap=True,
     )
+    if summary.done and summary.errors == summary.done:
+        errors.print(
+            f"[red]error:[/red] every sample failed; the most common reason: {summary.common_error}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     if summary.stopped_by_budget:
         console.print(
             f"stopped at the USD cap (${max_usd}): {summary.total - summary.done} samples not run; "

@@ -14,7 +14,7 @@ import typer
 
 from podium.cli.common import JsonOption, console, errors, fail
 from podium.errors import PodiumError
-from podium.experiments import ArmResult, load_experiment, run_experiment
+from podium.experiments import ArmResult, arm_errors, load_experiment, run_experiment
 
 app = typer.Typer(help="The papers' ablations as configs: run them and compare the arms side by side.")
 
@@ -59,11 +59,14 @@ def run_command(
 def check_command(
     configs: Annotated[list[Path], typer.Argument(help="Experiment files.")],
 ) -> None:
-    """Validate experiment files at both scales (every arm's system and training configs); run nothing."""
+    """Validate experiment files at both scales (every arm's system and training configs, each system built and
+    checked to produce an action); run nothing."""
     for path in configs:
         for scale in ("small", "full"):
             try:
                 experiment = load_experiment(path, scale)  # type: ignore[arg-type]
+                for error in arm_errors(experiment)[:1]:
+                    raise error
             except PodiumError as error:
                 raise fail(error) from error
             trained = sum(arm.training is not None for arm in experiment.arms)

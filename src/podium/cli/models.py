@@ -70,8 +70,9 @@ def describe_model_command(
         raise fail(error) from error
     except BackendError as error:
         raise fail(error, code=1) from error
-    provenance = entry.provenance
-    errors.print(f"{worker} solved {provenance.solved} of {len(provenance.task_ids)} sampled tasks", highlight=False)
+    errors.print(f"{worker}: {entry.figures.summary() if entry.figures else ''}", highlight=False, markup=False)
+    for sentence in entry.rejected:
+        errors.print(f"left out (contradicts the figures): {sentence}", highlight=False, markup=False)
     target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
     if target is not None:
         record_description(target, worker, entry)

@@ -73,6 +73,7 @@ def refresh_descriptions_command(
         record_description(target, name, entry)
         solved = {"solved": entry.provenance.solved, "tasks": len(entry.provenance.task_ids)}
         row = {"worker": name, "before": before[name], **solved, "description": entry.description, "file": str(target)}
+        row |= {"figures": entry.figures.model_dump() if entry.figures else None, "rejected": entry.rejected}
         _report(as_json, row)
     if failed:
         raise typer.Exit(1)
@@ -94,3 +95,5 @@ def _report(as_json: bool, row: dict[str, object]) -> None:
             highlight=False,
             soft_wrap=True,
         )
+        for sentence in row["rejected"]:  # type: ignore[attr-defined]
+            console.print(f"  left out (contradicts the figures): {sentence}", markup=False, highlight=False)

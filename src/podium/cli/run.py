@@ -24,6 +24,7 @@ from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import PodiumError
 from podium.policies import PolicyName
+from podium.runtime.checks import require_runnable
 from podium.runtime.config import RunConfig
 from podium.runtime.executor import Executor
 
@@ -82,7 +83,9 @@ def run_command(
             {**settings.model_dump(exclude_unset=True), **{k: v for k, v in overrides.items() if v is not None}},
             source="run options",
         )
-        executor = Executor(open_pool(pool, prices=prices, allow_unisolated=allow_unisolated), settings)
+        built = open_pool(pool, prices=prices, allow_unisolated=allow_unisolated)
+        require_runnable(built, settings, str(config or "run options"))  # every problem at once, before any work
+        executor = Executor(built, settings)
         wanted = Preference(instruction=preference) if preference else None
         trajectory = _play(executor, question, wanted, seed, live=not as_json)
     except BackendError as error:

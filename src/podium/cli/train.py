@@ -10,8 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from podium.cli.common import missing_checkpoint, rollout_problems
 from podium.config import read_structured_file
 from podium.errors import ConfigError, PodiumError
+from podium.runtime.checks import NotRunnable
 from podium.train.config import GRPOConfig, SFTConfig
 from podium.train.sft import TrainResult, run_sft
 from podium.train.tasks import load_tasks
@@ -53,11 +55,9 @@ def _settings(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
 
 def _require_checkpoint(path: str | None, config: Path) -> None:
     """A start checkpoint that is not there is one line naming the command that writes it (never a download)."""
-    if path is not None and not Path(path).exists():
-        raise ConfigError(
-            f"no checkpoint at {path} (model.path of {config}): `podium train sft` writes it; run it first with "
-            f"output_dir: {path} (e.g. podium train sft --config examples/data/train_sft.yaml)"
-        )
+    missing = missing_checkpoint(path)
+    if missing is not None:
+        raise ConfigError(f"{missing.message} (model.path of {config})")
 
 
 def _report(result: TrainResult) -> None:
@@ -122,6 +122,9 @@ def grpo_command(
     try:
         settings = GRPOConfig.from_dict(_settings(config, overrides), source=str(config))
         _require_checkpoint(settings.model.path, config)
+        problems = rollout_problems(settings)
+        if problems:  # rollouts that cannot produce an action would train on nothing
+            raise NotRunnable(f"{config} (rollout)", problems)
         # The GRPO trainer subclasses TRL's at import, so it is imported only once the train extra is needed.
         from podium.train.grpo import run_grpo
 

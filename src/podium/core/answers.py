@@ -176,6 +176,18 @@ def _final_line_answer(text: str) -> str:
     return formula_tail(final) or (numbers[0].replace(",", "") if len(numbers) == 1 else final)
 
 
+_EMPHASIS = re.compile(r"(?<![\w*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+"""Markdown bold around a span (``**1/2**``, ``__5__``); not Python's power operator (``2**10``)."""
+TRAILING = " \t.?…"
+"""What may end a sentence after its final answer without being part of it: spaces, a full stop, a question mark,
+an ellipsis."""
+
+
+def unemphasised(text: str) -> str:
+    """``text`` without markdown bold markers (chat models bold the answer: "So the total is **391**.")."""
+    return _EMPHASIS.sub(r"\2", text)
+
+
 def _unlabelled(line: str) -> str:
     for label in ("final answer:", "answer:"):
         if line.lower().startswith(label):
@@ -187,7 +199,7 @@ def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
     """The final answer stated in ``text`` for a verifier of ``kind``; None when the reply is empty.
 
     Math: the final ``\\boxed{}`` (:func:`final_boxed`), else a stated answer, else the final line (the formula
-    ending it, or its number, when it is a sentence).
+    ending it, or its number, when it is a sentence), markdown bold and a closing ``.``, ``?`` or ``…`` left out.
     Multiple choice: the chosen letter when one is found. QA: a stated answer or ``\\boxed{}``, else the last
     line. Code: the fenced code, else the whole reply. No kind (a free-form answer, e.g. a summarizer's): the
     last ``\\boxed{}``, else the final line without an "Answer:" label.
@@ -201,9 +213,11 @@ def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
         return code if code.strip() else None
     if kind == "multiple_choice":
         return extract_choice(text) or _final_line(text)
-    stated = _ANSWER_LINE.findall(text)
     if kind == "math":
-        return final_boxed(text) or (stated[-1] if stated else _final_line_answer(text))
+        text = unemphasised(text)
+        stated = _ANSWER_LINE.findall(text)
+        return final_boxed(text) or (stated[-1] if stated else _final_line_answer(text)).rstrip(TRAILING)
+    stated = _ANSWER_LINE.findall(text)
     return (stated[-1] if stated else None) or last_boxed(text) or _final_line(text)
 
 

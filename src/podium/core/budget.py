@@ -22,6 +22,8 @@ class StopReason(StrEnum):
     """The orchestrator kept producing output that could not be parsed."""
     ERROR = "error"
     """An infrastructure failure (the orchestrator's own backend failed)."""
+    CANCELLED = "cancelled"
+    """The caller cancelled the episode while it ran (a served client went away); what ran until then is kept."""
 
 
 class Spend(Record):

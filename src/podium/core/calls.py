@@ -73,8 +73,12 @@ class CallUsage(Record):
     clipped: bool = False
     """Whether what was reported (by a server, a tool) exceeded what the call was allowed and was charged at
     that bound instead: the request's max_tokens, the prompt's token bound, the cost bound it reserved."""
+    price: str | None = None
+    """The token price a model's tokens were charged at, and where it came from (an explicit price sheet, the
+    worker's inline price, the pool's sheet, genai-prices); ``None`` without model tokens."""
 
     def __add__(self, other: "CallUsage") -> "CallUsage":
+        prices = [price for price in (self.price, other.price) if price]
         return CallUsage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -82,6 +86,7 @@ class CallUsage(Record):
             latency_s=self.latency_s + other.latency_s,
             cost_units=self.cost_units + other.cost_units,
             clipped=self.clipped or other.clipped,
+            price="; ".join(dict.fromkeys(prices)) or None,
         )
 
     @property

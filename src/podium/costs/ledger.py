@@ -1,10 +1,13 @@
 """The budget ledger of an episode: the one place where a generation or call reserves its cost bound, runs,
-and settles what it actually cost, so that concurrent work never jointly crosses the budget.
+and settles what it actually cost, so that concurrent work never jointly crosses the budget; and the cap of a
+run of many units (:class:`RunCap`: evaluation samples, data-stage units), which reserves each unit's bound the
+same way.
 
 Settling charges at most what was reserved: a tool that ran past its time limit, or a server that reported
 more tokens than a request allowed, is charged its bound in each limited dimension (USD, tokens) and the
 record says ``clipped``. Work is started only if its bound fits, so spend never crosses a limit."""
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +38,9 @@ class Ledger:
         self.usd = 0.0
         self.tokens = 0
         self.reserved = CostBound()
+        self.abandoned = CostBound()
+        """Bounds of work cancelled while it ran: what it may have cost without reporting it (a server may bill
+        a request its client gave up on)."""
 
     def spend(self) -> Spend:
         """What has been spent so far (work in flight not included)."""
@@ -65,6 +71,9 @@ class Ledger:
         self.reserved = self.reserved + bound
         try:
             result = await work()
+        except asyncio.CancelledError:
+            self.abandoned = self.abandoned + bound
+            raise
         finally:
             self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
         reported = usage(result)
@@ -110,3 +119,56 @@ class Ledger:
         if budget.max_seconds is not None:
             parts.append(f"{self.remaining_seconds():.0f} of {budget.max_seconds:g} seconds")
         return f"<budget>remaining: {', '.join(parts) or 'unlimited'}</budget>"
+
+
+class RunCap:
+    """The USD cap of a run of many units (evaluation samples, data-stage units), every invocation included: a
+    unit starts only once its cost bound fits what is left after the spend so far and the bounds of the units
+    in flight, so concurrent units never jointly cross the cap. A unit that does not fit waits while others
+    are in flight (they may cost less than their bounds) and is refused once none is."""
+
+    def __init__(self, max_usd: float | None, spent: float = 0.0) -> None:
+        self.max_usd = max_usd
+        self.spent = spent
+        """USD spent so far, earlier invocations included."""
+        self.reserved = 0.0
+        """The bounds of the units in flight."""
+        self.in_flight = 0
+        self.refused = False
+        """Whether some unit was refused because its bound did not fit."""
+        self._changed = asyncio.Condition()
+
+    def charge(self, usd: float) -> None:
+        """Count spend that happened outside a unit (work resumed from an earlier invocation)."""
+        self.spent += usd
+
+    def fits(self, bound: float | None) -> bool:
+        """Whether a unit costing at most ``bound`` fits now; a unit of unknown cost (``None``) fits while the
+        spend and the bounds in flight are below the cap, so the cap then holds only as closely as it costs."""
+        if self.max_usd is None:
+            return True
+        if bound is None:
+            return self.spent + self.reserved < self.max_usd
+        return self.spent + self.reserved + bound <= self.max_usd
+
+    async def acquire(self, bound: float | None) -> bool:
+        """Reserve ``bound`` for a unit about to start, waiting while units in flight may free some of the cap;
+        False (nothing reserved) when it cannot fit."""
+        async with self._changed:
+            while not self.fits(bound):
+                if not self.in_flight:
+                    self.refused = True
+                    self._changed.notify_all()  # other waiters see it too: nothing in flight will free the cap
+                    return False
+                await self._changed.wait()
+            self.reserved += bound or 0.0
+            self.in_flight += 1
+            return True
+
+    async def release(self, bound: float | None, usd: float) -> None:
+        """A unit that reserved ``bound`` finished (or failed) having cost ``usd``."""
+        async with self._changed:
+            self.reserved -= bound or 0.0
+            self.in_flight -= 1
+            self.spent += usd
+            self._changed.notify_all()

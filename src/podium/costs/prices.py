@@ -36,6 +36,14 @@ class ModelPrice(Record):
         """USD for one call: tokens × price per token, the price being quoted per million tokens."""
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / TOKENS_PER_PRICE_UNIT
 
+    def describe(self) -> str:
+        """The price and where it came from, as a call records it."""
+        return f"${self.input_per_mtok:g}/${self.output_per_mtok:g} per 1M in/out tokens ({self.source})"
+
+    def sourced(self, source: str) -> "ModelPrice":
+        """This price, saying it came from ``source`` unless its sheet already names a source."""
+        return self if "source" in self.model_fields_set else self.model_copy(update={"source": source})
+
 
 class ToolPrice(Record):
     """Price of one tool call."""
@@ -67,7 +75,15 @@ class PriceCatalog(Config):
     @classmethod
     def default(cls) -> "PriceCatalog":
         """Podium's bundled sheet (tool prices, cost units, local models)."""
-        return cls.from_file(files("podium.costs") / "prices.yaml")
+        return cls.from_file(files("podium.costs") / "prices.yaml", source="Podium's price sheet")
+
+    @classmethod
+    def from_file(cls, path: str | Path, source: str | None = None) -> "PriceCatalog":
+        """A price file; each model price without a ``source`` of its own says it came from ``source`` (default:
+        the file)."""
+        sheet = super().from_file(path)
+        named = source or f"price sheet {path}"
+        return sheet.model_copy(update={"models": {name: p.sourced(named) for name, p in sheet.models.items()}})
 
     @classmethod
     def for_run(cls, override: str | Path | None = None) -> "PriceCatalog":

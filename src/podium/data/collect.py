@@ -146,17 +146,18 @@ def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) ->
 async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
     """Run (or resume) collection into ``config.out``; returns the funnel (also saved as ``funnel.json``)."""
     out = Path(config.out)
-    stage = open_stage(out, STAGE, config, progress=progress)
     funnel = FunnelBuilder(STAGE)
     if config.from_eval:
         if config.benchmark or config.tasks:
             raise DataError("give --from-eval or a benchmark / tasks file, not both")
         rows = [row for path in config.from_eval for row in rows_from_eval(path, STAGE)]
+        stage = open_stage(out, STAGE, config, progress=progress)
     else:
         items = unique_ids(load_items(config))
         solver = Solver(config.teacher, constraints=read_constraints(config.constraints))
         solver.check(items)
         grader = Grader(data_dir=config.data_dir)
+        stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
         log = WorkLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
         stage.runner.charge(sum(row.trajectory.usage.usd for unit in log.values() for row in unit.rows))
         done = await stage.runner.run(
@@ -181,4 +182,4 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
         "sft.jsonl": write_jsonl(out / "sft.jsonl", kept),
         "failures.jsonl": write_jsonl(out / "failures.jsonl", failures),
     }
-    return finish_stage(stage, funnel, outputs)
+    return finish_stage(stage, funnel, outputs, ["sft.jsonl"])

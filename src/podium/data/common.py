@@ -1,13 +1,14 @@
 """What every stage shares: the settings that may change between invocations, opening a stage directory
 (manifest check, runner), and finishing it (funnel saved)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import PositiveFloat, PositiveInt
 
 from podium.config import Config
-from podium.data.funnel import FunnelBuilder, save_funnel
+from podium.data.funnel import FunnelBuilder, save_funnel, why_empty
 from podium.data.runner import StageRunner
 from podium.data.store import check_stage
 from podium.graders.records import Funnel
@@ -48,11 +49,14 @@ def open_stage(out: Path, name: str, config: Config, *, progress: bool = True) -
     return Stage(name, out, runner)
 
 
-def finish_stage(stage: Stage, funnel: FunnelBuilder, outputs: dict[str, int]) -> Funnel:
-    """Build and save the funnel of this invocation."""
+def finish_stage(stage: Stage, funnel: FunnelBuilder, outputs: dict[str, int], products: Sequence[str]) -> Funnel:
+    """Build and save the funnel of this invocation; when the ``products`` (the outputs the stage exists to make)
+    hold no row, the funnel says which filter removed everything."""
     if stage.runner.stopped_by_budget:
         funnel.note("the USD cap left units unstarted: rerun with a higher --max-usd to finish")
     built = funnel.build(outputs, usd=stage.runner.spent, wall_s=stage.runner.wall_s)
     built.stopped_by_budget = stage.runner.stopped_by_budget
+    if not any(outputs[name] for name in products):
+        built.empty = why_empty(built.steps, products, built.notes)
     save_funnel(stage.out, built)
     return built

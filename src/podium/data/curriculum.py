@@ -238,9 +238,9 @@ def failed_rows(*phases: dict[str, Attempts]) -> list[DataRow]:
 
 async def curriculum(config: CurriculumConfig, *, progress: bool = True) -> Funnel:
     """Split (or resume splitting) the task pool of ``config`` into SFT and RL data in ``config.out``."""
+    items = unique_ids(load_items(config))
     stage = open_stage(Path(config.out), STAGE, config, progress=progress)
     funnel = FunnelBuilder(STAGE)
-    items = unique_ids(load_items(config))
     run = Curriculum(config, stage, items)
     ids = [entry.item.id for entry in items]
     k = config.attempts
@@ -271,4 +271,4 @@ async def curriculum(config: CurriculumConfig, *, progress: bool = True) -> Funn
         "rl.jsonl": write_jsonl(stage.out / "rl.jsonl", tasks),
         "failures.jsonl": write_jsonl(stage.out / "failures.jsonl", failed_rows(teacher, *fallbacks)),
     }
-    return finish_stage(stage, funnel, outputs)
+    return finish_stage(stage, funnel, outputs, ["sft.jsonl", "rl.jsonl"])

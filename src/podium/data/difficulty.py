@@ -95,13 +95,13 @@ def _band_reason(rate: PassRate, config: DifficultyConfig) -> str | None:
 async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funnel:
     """Build (or resume) the RL set of ``config`` in ``config.out``."""
     out = Path(config.out)
-    stage = open_stage(out, STAGE, config, progress=progress)
-    funnel = FunnelBuilder(STAGE)
     items = unique_ids(load_items(config))
     solver = Solver(config.solver)
     solver.check(items)
     grader = Grader(data_dir=config.data_dir)
     preferences = read_preferences(config.preferences) if config.preferences else []
+    stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
+    funnel = FunnelBuilder(STAGE)
     log = WorkLog(out / "work" / "rates.jsonl", PassRate, lambda unit: unit.item_id)
     stage.runner.charge(sum(unit.usd for unit in log.values()))
     rates = await stage.runner.run(
@@ -128,4 +128,4 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
         decisions = [FilterDecision(stage=STAGE, filter="pass rate band", kept=True, reason=band)]
         preference = pick_preference(preferences, config.seed, entry.item.id)
         rows.append(rl_task(entry, provenance, details, decisions, preference))
-    return finish_stage(stage, funnel, {"rl.jsonl": write_jsonl(out / "rl.jsonl", rows)})
+    return finish_stage(stage, funnel, {"rl.jsonl": write_jsonl(out / "rl.jsonl", rows)}, ["rl.jsonl"])

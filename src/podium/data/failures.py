@@ -255,11 +255,11 @@ async def classify_failures(
     """Classify (or resume classifying) the failures of ``config.inputs`` into ``config.out``; ``backend`` replaces
     the pool's classifier model (any :class:`ChatBackend`)."""
     out = Path(config.out)
-    stage = open_stage(out, STAGE, config, progress=progress)
-    funnel = FunnelBuilder(STAGE)
     rows = [row for path in config.inputs for row in read_rows(path, STAGE)]
-    failures = funnel.apply("failures", "trajectories", rows, _failure_reason)
     classifier = Classifier(config, backend)
+    stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
+    funnel = FunnelBuilder(STAGE)
+    failures = funnel.apply("failures", "trajectories", rows, _failure_reason)
     ruled = {row.id: classifier.by_rule(row) for row in failures}
     funnel.count(
         "rule-based pre-classifier",
@@ -298,4 +298,4 @@ async def classify_failures(
     write_text_atomic(out / "constraints.json", constraints.model_dump_json(indent=2) + "\n")
     outputs = {"classifications.jsonl": write_jsonl(out / "classifications.jsonl", results)}
     outputs["constraints.json"] = len(constraints.constraints)
-    return finish_stage(stage, funnel, outputs)
+    return finish_stage(stage, funnel, outputs, ["classifications.jsonl"])

@@ -3,7 +3,7 @@ to add up, saved as ``funnel.json`` (read by ``podium report``) and printed in t
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -64,6 +64,26 @@ class FunnelBuilder:
         )
 
 
+def reasons(step: FunnelStep) -> str:
+    """Why units left a filter, the most common reason first."""
+    return "; ".join(f"{reason}: {count}" for reason, count in sorted(step.left.items(), key=lambda kv: -kv[1]))
+
+
+def why_empty(steps: Sequence[FunnelStep], products: Sequence[str], notes: Sequence[str] = ()) -> str:
+    """Why a stage's ``products`` hold nothing: the first filter that kept none of what entered it, with its
+    reasons, or the first one nothing reached, with the stage's notes on that step (an LLM step that failed)."""
+    made = " and ".join(products)
+    for step in steps:
+        if step.entered and not step.kept:
+            return f"nothing reached {made}: '{step.name}' removed all {step.entered} {step.unit} ({reasons(step)})"
+        if not step.entered:
+            said = [note for note in notes if note.startswith(step.name)]
+            return f"nothing reached {made}: no {step.unit} reached '{step.name}'" + (
+                f" ({'; '.join(said)})" if said else ""
+            )
+    return f"nothing reached {made}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def save_funnel(out: Path, funnel: Funnel) -> Path:
     """Write ``funnel.json`` into the stage directory ``out``."""
     path = out / FUNNEL_FILE
@@ -77,8 +97,9 @@ def print_funnel(funnel: Funnel, console: Console) -> None:
     for column in ("filter", "unit", "entered", "kept", "left", "why"):
         table.add_column(column, justify="right" if column in ("entered", "kept", "left") else "left")
     for step in funnel.steps:
-        why = "; ".join(f"{reason}: {count}" for reason, count in sorted(step.left.items(), key=lambda kv: -kv[1]))
-        table.add_row(step.name, step.unit, str(step.entered), str(step.kept), str(step.entered - step.kept), why)
+        table.add_row(
+            step.name, step.unit, str(step.entered), str(step.kept), str(step.entered - step.kept), reasons(step)
+        )
     console.print(table)
     outputs = ", ".join(f"{name}: {rows}" for name, rows in funnel.outputs.items()) or "none"
     console.print(f"outputs: {outputs}  ·  spent ${funnel.usd:.4f}  ·  {funnel.wall_s:.1f} s", highlight=False)

@@ -289,9 +289,9 @@ async def propose_preferences(
     """Propose, check and split preference pairs (resuming whatever ``config.out`` holds); ``backend`` replaces
     the pool's proposer and validator models (any :class:`ChatBackend`)."""
     out = Path(config.out)
-    stage = open_stage(out, STAGE, config, progress=progress)
-    funnel = FunnelBuilder(STAGE)
     proposer = Proposer(config, backend)
+    stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
+    funnel = FunnelBuilder(STAGE)
     requests = list(range(math.ceil(config.pairs / config.per_request)))
     proposals_log = WorkLog(out / "work" / "proposals.jsonl", Proposal, lambda unit: str(unit.index))
     checks_log = WorkLog(out / "work" / "checks.jsonl", Check, lambda unit: unit.id)
@@ -325,4 +325,4 @@ async def propose_preferences(
         "train.jsonl": write_jsonl(out / "train.jsonl", train),
         "eval.jsonl": write_jsonl(out / "eval.jsonl", held_out),
     }
-    return finish_stage(stage, funnel, outputs)
+    return finish_stage(stage, funnel, outputs, ["train.jsonl", "eval.jsonl"])

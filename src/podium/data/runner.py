@@ -2,10 +2,10 @@
 
 One unit is one async function call (an item's samples, a failed trajectory's classification, a synthesis step),
 so units can be spread over machines later without changing what a unit does. Units whose key the work log
-already holds are skipped (resume). Spend counts every invocation of the stage. Once the spend reaches the cap no
-new unit starts; when a unit's cost is bounded in advance (episodes with a USD cap of their own, generations of
-known length) a unit starts only if its bound fits what is left, counting the bounds of units in flight, so the
-cap is never crossed.
+already holds are skipped (resume). Spend counts every invocation of the stage. When a unit's cost is bounded in
+advance (episodes with a USD cap of their own, generations of known length) a unit starts only if its bound fits
+what is left, counting the bounds of units in flight, so the cap is never crossed (:class:`~podium.costs.ledger.
+RunCap`, which evaluation uses too); a unit of unknown cost starts while the spend is below the cap.
 """
 
 import asyncio
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from podium.costs.ledger import RunCap
 from podium.data.store import WorkLog
 
 T = TypeVar("T", bound=BaseModel)
@@ -33,26 +34,24 @@ class StageRunner:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
-        self.max_usd = max_usd
+        self.cap = RunCap(max_usd, spent)
+        """The stage's USD cap: spend so far (earlier invocations included) and the bounds of units in flight."""
         self.progress = progress
-        self.spent = spent
-        """USD spent by the stage so far, earlier invocations included."""
-        self.reserved = 0.0
-        self.stopped_by_budget = False
-        """Whether some unit was left unstarted because of the cap."""
         self.started = time.perf_counter()
+
+    @property
+    def spent(self) -> float:
+        """USD spent by the stage so far, earlier invocations included."""
+        return self.cap.spent
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        """Whether some unit was left unstarted because of the cap."""
+        return self.cap.refused
 
     def charge(self, usd: float) -> None:
         """Count spend that happened outside :meth:`run` (resumed work)."""
-        self.spent += usd
-
-    def affords(self, bound: float) -> bool:
-        """Whether a unit whose cost is at most ``bound`` (0: unknown) may start now."""
-        if self.max_usd is None:
-            return True
-        if bound > 0:
-            return self.spent + self.reserved + bound <= self.max_usd
-        return self.spent < self.max_usd
+        self.cap.charge(usd)
 
     async def run(
         self,
@@ -65,25 +64,26 @@ class StageRunner:
         cost: Callable[[T], float],
         bound: float = 0.0,
     ) -> list[T]:
-        """Run every unit whose key ``log`` lacks; returns the values of all units (old and new) in unit order,
-        less those the cap left unstarted."""
+        """Run every unit whose key ``log`` lacks, each costing at most ``bound`` (0: not known in advance);
+        returns the values of all units (old and new) in unit order, less those the cap left unstarted."""
         queue = deque(unit for unit in units if key(unit) not in log)
+        reserved = bound or None
         with self._bar() as bar:
             task = bar.add_task(label, total=len(units), completed=len(units) - len(queue), usd=self.spent)
 
             async def worker() -> None:
                 while queue:
-                    if not self.affords(bound):
-                        self.stopped_by_budget = True
-                        return
                     unit = queue.popleft()
-                    self.reserved += bound
+                    if not await self.cap.acquire(reserved):
+                        queue.appendleft(unit)
+                        return
+                    charged = 0.0
                     try:
                         value = await work(unit)
+                        log.append(value)
+                        charged = cost(value)
                     finally:
-                        self.reserved -= bound
-                    log.append(value)
-                    self.spent += cost(value)
+                        await self.cap.release(reserved, charged)
                     bar.update(task, advance=1, usd=self.spent)
 
             workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(queue)))]

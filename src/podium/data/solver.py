@@ -26,6 +26,7 @@ from podium.graders.records import DataRow, Provenance
 from podium.graders.verdict import Verdict
 from podium.pool.config import PoolConfig
 from podium.runtime import Executor, RunConfig
+from podium.runtime.checks import require_runnable
 from podium.runtime.explore import explore
 
 CONSTRAINTS_HEADER = "Constraints learned from earlier failed attempts (follow them):"
@@ -77,6 +78,7 @@ class Solver:
         executor = Executor(self.pool, self.run_config)  # checks the orchestrator and summarizer names now
         self.model = executor.orchestrator.model
         self.name = config.name or f"{self.run_config.policy}:{self.model}"
+        require_runnable(self.pool, self.run_config, f"solver {self.name}")
         notes = [text for text in (config.instructions, constraint_text(constraints) if constraints else None) if text]
         self.instructions = "\n\n".join(notes) or None
         self.pool_hash = pool_hash(chosen)

@@ -38,11 +38,12 @@ class StageManifest(Record):
 
 
 def check_stage(out: Path, stage: str, settings: dict[str, Any]) -> None:
-    """Save the manifest of a new stage directory, or refuse to resume one made with other settings."""
+    """Save the manifest of a new stage directory, or refuse to resume one made with other settings. A directory
+    holding nothing but its manifest (a run that failed before its first unit) is taken over as new."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / STAGE_FILE
     current = StageManifest(stage=stage, settings=json.loads(json.dumps(settings, default=str)))
-    if not path.exists():
+    if not path.exists() or not holds_work(out):
         write_text_atomic(path, current.model_dump_json(indent=2) + "\n")
         return
     try:
@@ -61,6 +62,11 @@ def check_stage(out: Path, stage: str, settings: dict[str, Any]) -> None:
             f"{name}: was {saved.settings.get(name)!r}, now {current.settings.get(name)!r}" for name in changed
         )
         raise DataError(f"{out} holds a run with other settings ({details}); use another --out to start anew")
+
+
+def holds_work(out: Path) -> bool:
+    """Whether a stage directory holds anything besides its manifest: a work log, an output, a funnel."""
+    return any(entry.is_file() and entry.stat().st_size for entry in out.rglob("*") if entry.name != STAGE_FILE)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

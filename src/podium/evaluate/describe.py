@@ -1,12 +1,18 @@
 """Model descriptions written from evidence (ToolOrchestra §3.1): run the model on sampled tasks, then let a
 describer model read the instructions, outputs and success flags and write what the model is good at. The result
 is recorded, with its provenance, in a descriptions file that pools load (:mod:`podium.pool.descriptions`);
-refreshing re-describes every worker of a pool on the same sample (ParaManager §5.5: when the pool changes)."""
+refreshing re-describes every worker of a pool on the same sample (ParaManager §5.5: when the pool changes).
+
+A description is grounded in what was measured: the worker's figures (solved / attempted, per task kind, USD and
+seconds per task) are recorded beside the text, and the describer's sentences that contradict them (an accuracy
+figure the sample rules out, praise for a worker that mostly failed) are left out and kept aside as rejected."""
 
 import hashlib
 import json
 import os
 import random
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,14 +27,21 @@ from podium.errors import ConfigError
 from podium.graders.math import MathVerifier
 from podium.graders.text import MultipleChoiceVerifier, QAVerifier
 from podium.graders.verdict import Verifier
-from podium.pool.descriptions import Provenance, WorkerDescription, read_descriptions, worker_fingerprint
+from podium.pool.descriptions import (
+    Figures,
+    KindFigures,
+    Provenance,
+    WorkerDescription,
+    read_descriptions,
+    worker_fingerprint,
+)
 from podium.pool.pool import Pool
 
 DESCRIBER_PROMPT = (
     "You write short, factual descriptions of language models for an orchestrator that decides which model "
     "to call. You are shown tasks a model was given, its outputs and whether each output was correct. In at "
     "most 80 words, describe the model's strengths, weaknesses and the kinds of task it should or should not "
-    "be given. Do not mention the model's name."
+    "be given. Do not mention the model's name, and claim no accuracy the results do not show."
 )
 MAX_OUTPUT_CHARS = 1500
 VERIFIERS: dict[str, Callable[[], Verifier]] = {"qa": QAVerifier, "math": MathVerifier, "mc": MultipleChoiceVerifier}
@@ -38,20 +51,24 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class TaskRow:
-    """One task of a tasks file: its line number (from 1), question and gold answer."""
+    """One task of a tasks file: its line number (from 1), question, gold answer and kind (``None``: not given)."""
 
     line: int
     question: str
     answer: str
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
 class DescribedTask:
-    """One task and how the model did on it."""
+    """One task and how the model did on it, what it cost and how long it took."""
 
     question: str
     output: str
     correct: bool
+    usd: float = 0.0
+    seconds: float = 0.0
+    kind: str = "qa"
 
 
 def read_tasks(path: str | Path) -> list[TaskRow]:
@@ -66,7 +83,8 @@ def read_tasks(path: str | Path) -> list[TaskRow]:
             continue
         try:
             record = json.loads(line)
-            rows.append(TaskRow(number, str(record["question"]), str(record["answer"])))
+            kind = None if record.get("kind") is None else str(record["kind"])
+            rows.append(TaskRow(number, str(record["question"]), str(record["answer"]), kind))
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ConfigError(f"{path}:{number}: needs a JSON object with 'question' and 'answer'") from error
     if not rows:
@@ -76,26 +94,90 @@ def read_tasks(path: str | Path) -> list[TaskRow]:
 
 async def run_tasks(
     model: ChatBackend,
-    tasks: list[tuple[str, str]],
+    tasks: list[tuple[str, str, str]],
     verifier: Verifier,
     *,
     max_tokens: int = 512,
     progress: Progress | None = None,
 ) -> list[DescribedTask]:
-    """Run ``model`` on (question, gold) pairs and judge each answer; a failed call counts as incorrect."""
+    """Run ``model`` on (question, gold, kind) tasks, judge each answer and measure its cost and time; a failed
+    call counts as incorrect."""
     runs = []
-    for index, (question, gold) in enumerate(tasks, 1):
+    for index, (question, gold, kind) in enumerate(tasks, 1):
         if progress is not None:
             progress(f"task {index}/{len(tasks)}")
+        started = time.perf_counter()
         try:
             generation = await model.generate([Message(role="user", content=question)], max_tokens=max_tokens)
-            output = generation.text
         except BackendError as error:
-            runs.append(DescribedTask(question, f"[call failed: {error}]", False))
+            failed = f"[call failed: {error}]"
+            runs.append(DescribedTask(question, failed, False, seconds=time.perf_counter() - started, kind=kind))
             continue
-        verdict = await verifier.verify(extract_answer(output) or "", gold)
-        runs.append(DescribedTask(question, output, verdict.correct))
+        seconds = time.perf_counter() - started
+        verdict = await verifier.verify(extract_answer(generation.text) or "", gold)
+        runs.append(DescribedTask(question, generation.text, verdict.correct, generation.usd, seconds, kind))
     return runs
+
+
+def measured(runs: list[DescribedTask]) -> Figures:
+    """The figures of ``runs``: solved / attempted overall and per kind, mean USD and seconds per task."""
+    count = max(len(runs), 1)
+    kinds: dict[str, list[DescribedTask]] = {}
+    for run in runs:
+        kinds.setdefault(run.kind, []).append(run)
+    return Figures(
+        solved=sum(run.correct for run in runs),
+        attempted=len(runs),
+        usd_per_task=sum(run.usd for run in runs) / count,
+        seconds_per_task=sum(run.seconds for run in runs) / count,
+        by_kind={
+            kind: KindFigures(solved=sum(run.correct for run in of_kind), attempted=len(of_kind))
+            for kind, of_kind in kinds.items()
+        },
+    )
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b)", re.IGNORECASE)
+_ABOUT_SUCCESS = re.compile(r"accura|correct|success|solv|reliab|right|score|perform", re.IGNORECASE)
+_PRAISE = re.compile(
+    r"\b(?:exceptional\w*|excellent|outstanding|superb|perfect\w*|flawless\w*|near-perfect|impeccabl\w*|"
+    r"(?:highly|very|extremely|remarkably) (?:accurate|reliable|capable|strong)|always (?:correct|right|accurate)|"
+    r"never (?:wrong|fails?|errs)|state-of-the-art|top-tier|expert)\b",
+    re.IGNORECASE,
+)
+PRAISE_BELOW = 0.5
+"""Praise ("exceptional", "highly accurate") contradicts a worker that solved fewer than this share of its tasks."""
+
+
+def contradiction(sentence: str, figures: Figures) -> str | None:
+    """How ``sentence`` contradicts the measured figures, or None: an accuracy figure farther from the measured
+    rate than the sample can tell apart (one task's share, at least ten points), or praise for a worker that
+    solved fewer than half its tasks."""
+    rate, margin = figures.rate, max(0.1, 1 / max(figures.attempted, 1))
+    measured_text = f"it solved {figures.solved} of {figures.attempted}"
+    if _ABOUT_SUCCESS.search(sentence):
+        for claim in _PERCENT.finditer(sentence):
+            if abs(float(claim[1]) / 100 - rate) > margin:
+                return f"claims {claim[0]} where {measured_text}"
+    praise = _PRAISE.search(sentence)
+    if praise and rate < PRAISE_BELOW:
+        return f"calls it '{praise[0]}' where {measured_text}"
+    return None
+
+
+def grounded(text: str, figures: Figures) -> tuple[str, list[str]]:
+    """``text`` without its sentences that contradict ``figures``, and those sentences (each with why); when no
+    sentence is left, the figures said plainly."""
+    kept, rejected = [], []
+    for sentence in _SENTENCE_END.split(text.strip()):
+        reason = contradiction(sentence, figures)
+        if reason is None:
+            kept.append(sentence)
+        else:
+            rejected.append(f"{sentence} [{reason}]")
+    plain = f"Solved {figures.solved} of {figures.attempted} sampled tasks."
+    return " ".join(kept).strip() or plain, rejected
 
 
 async def write_description(describer: ChatBackend, runs: list[DescribedTask], *, max_tokens: int = 256) -> str:
@@ -141,11 +223,13 @@ async def describe_worker(
         if name not in pool.backends:
             raise ConfigError(f"no worker '{name}' (workers: {', '.join(pool.backends)})")
     sample = request.sample()
-    tasks = [(row.question, row.answer) for row in sample]
+    tasks = [(row.question, row.answer, row.kind or request.verifier) for row in sample]
     runs = await run_tasks(pool.backends[worker], tasks, VERIFIERS[request.verifier](), progress=progress)
-    text = await write_description(pool.backends[describer], runs)
-    if not text:
+    written = await write_description(pool.backends[describer], runs)
+    if not written:
         raise BackendError(f"the describer '{describer}' wrote an empty description")
+    figures = measured(runs)
+    text, rejected = grounded(written, figures)
     provenance = Provenance(
         tasks=str(request.tasks),
         tasks_sha256=hashlib.sha256(request.tasks.read_bytes()).hexdigest(),
@@ -156,7 +240,7 @@ async def describe_worker(
         written_at=datetime.now(tz=UTC).isoformat(timespec="seconds"),
         worker_sha256=worker_fingerprint(pool.workers[worker]),
     )
-    return WorkerDescription(description=text, provenance=provenance)
+    return WorkerDescription(description=text, provenance=provenance, figures=figures, rejected=rejected)
 
 
 def record_description(path: str | Path, worker: str, entry: WorkerDescription) -> None:

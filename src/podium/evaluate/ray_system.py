@@ -12,7 +12,7 @@ from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
 from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
-from podium.evaluate.systems import System
+from podium.evaluate.systems import System, attempt_bound
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 
 
@@ -32,6 +32,9 @@ class RaySystem:
 
     def supports(self, verifier: VerifierKind) -> bool:
         return self.local.supports(verifier)
+
+    def cost_bound(self, item: BenchmarkItem) -> float | None:
+        return attempt_bound(self.local, item)
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         trajectory: Trajectory = await self.replicas.call("solve", item)

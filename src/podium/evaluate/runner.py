@@ -15,7 +15,7 @@ import asyncio
 import logging
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -38,9 +38,10 @@ from podium.core.budget import StopReason
 from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
+from podium.costs.ledger import RunCap
 from podium.errors import PodiumError
 from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
-from podium.evaluate.systems import System
+from podium.evaluate.systems import System, attempt_bound
 from podium.graders.grader import Grader, gold_text
 from podium.graders.records import GradedTrajectory as EvalRecord
 from podium.graders.records import read_graded as read_results
@@ -88,6 +89,8 @@ class EvalSummary(Record):
     """Correct samples among ``done``."""
     errors: int
     """Samples whose system failed."""
+    common_error: str | None = None
+    """The most common failure of the run's samples and how many had it (``None`` when none failed)."""
     usd: float
     """Spend of the whole run (every invocation)."""
     dropped_lines: int = 0
@@ -114,10 +117,11 @@ def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
     return records, len(unusable)
 
 
-def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord] | None = None) -> str | None:
-    """Save the manifest of a new run, or refuse to resume a run made with other settings. An unreadable
-    manifest (empty, torn) is rewritten from ``manifest`` when the ``records`` kept are all of this benchmark,
-    system and sample count, and the repair is returned; otherwise the run is refused."""
+def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord]) -> str | None:
+    """Save the manifest of a new run, or refuse to resume a run made with other settings; a run with no
+    ``records`` yet (one that failed before its first result) is taken over. An unreadable manifest (empty,
+    torn) is rewritten from ``manifest`` when the ``records`` kept are all of this benchmark, system and sample
+    count, and the repair is returned; otherwise the run is refused."""
     path = out / MANIFEST_FILE
     repair = None
     if path.exists():
@@ -126,7 +130,7 @@ def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord] |
         except ValidationError as error:
             problem = "it is empty" if not path.stat().st_size else f"it is not a manifest ({error.errors()[0]['msg']})"
             foreign = [
-                r for r in records or []
+                r for r in records
                 if (r.benchmark, r.system) != (manifest.benchmark, manifest.system) or r.sample >= manifest.samples
             ]  # fmt: skip
             if foreign:
@@ -136,8 +140,11 @@ def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord] |
                 ) from error
             repair = f"{path} could not be read ({problem}); rewrote it from this run's settings"
         else:
-            _same_settings(out, saved, manifest)
-            return None
+            if records:  # a run that failed before its first result may be taken over by other settings
+                _same_settings(out, saved, manifest)
+                return None
+            if saved == manifest:
+                return None
     write_atomically(path, manifest.model_dump_json(indent=2) + "\n")
     return repair
 
@@ -250,19 +257,21 @@ async def run_eval(
 
     ``limit``, ``concurrency`` and ``max_usd`` may change between invocations; the benchmark, system, its
     config, ``samples`` and ``preferences`` (item i gets preference i mod n) may not. Spend counts every invocation
-    of the run; once it reaches ``max_usd`` no new sample starts (those in flight finish).
+    of the run; ``max_usd`` is a hard cap: a sample starts only when its cost bound fits what the spend and the
+    bounds of the samples in flight leave (:class:`~podium.costs.ledger.RunCap`).
     """
     if samples < 1 or concurrency < 1:
         raise EvalError("samples and concurrency must be at least 1")
     if not system.supports(benchmark.verifier):
         raise EvalError(f"system {system.name} cannot attempt {benchmark.name} ({benchmark.verifier} items)")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     manifest = RunManifest(
         benchmark=benchmark.name, source=source, system=system.name, system_config=system_config or {}, samples=samples
     )
     manifest.preferences = list(preferences)  # runtime systems append the instruction and keep the vector
     items = with_preferences(benchmark.items(data_dir=data_dir, source=source)[:limit], preferences)
+    bounds = sample_bounds(system, items, max_usd)
+    out.mkdir(parents=True, exist_ok=True)  # only once the inputs are good: a failed start leaves nothing behind
     with hold_run_directory(out):
         previous, dropped = repair_results(out / RESULTS_FILE)
         repairs = [note for note in [check_manifest(out, manifest, previous)] if note]
@@ -270,21 +279,35 @@ async def run_eval(
             repairs.append(f"moved {dropped} torn or duplicate line(s) of {RESULTS_FILE} to {REJECTED_FILE}")
         for note in repairs:
             log.warning("%s", note)
-        run = _Run(system, benchmark.name, grader or Grader(data_dir=data_dir), out, max_usd)
+        run = _Run(system, benchmark.name, grader or Grader(data_dir=data_dir), out, RunCap(max_usd), bounds)
         summary = await run.attempt_all(items, samples, previous, concurrency, progress)
     return summary.model_copy(update={"dropped_lines": dropped, "repairs": repairs})
+
+
+def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_usd: float | None) -> dict[str, float | None]:
+    """Item id → the most one sample can cost. Under a USD cap every bound must be known, or the cap could not
+    hold: a system that cannot bound a sample's cost is refused before anything runs."""
+    bounds = {item.id: attempt_bound(system, item) for item in items}
+    if max_usd is not None and None in bounds.values():
+        raise EvalError(
+            f"--max-usd {max_usd} is a hard cap, so each sample's cost must be bounded before it starts, and system "
+            f"{system.name} cannot bound it: give the system its own max_usd (the most one episode may spend)"
+        )
+    return bounds
 
 
 class _Run:
     """One invocation of a run: the samples left, the spend and the score so far, the results file."""
 
-    def __init__(self, system: System, benchmark: str, grader: Grader, out: Path, max_usd: float | None) -> None:
-        self.system, self.benchmark, self.grader, self.out, self.max_usd = system, benchmark, grader, out, max_usd
+    def __init__(
+        self, system: System, benchmark: str, grader: Grader, out: Path, cap: RunCap, bounds: dict[str, float | None]
+    ) -> None:
+        self.system, self.benchmark, self.grader, self.out, self.cap, self.bounds = (
+            system, benchmark, grader, out, cap, bounds,
+        )  # fmt: skip
         self.finished: dict[tuple[str, int], EvalRecord] = {}
         self.queue: deque[tuple[BenchmarkItem, int]] = deque()
-        self.spent = 0.0
         self.correct = 0
-        self.budget_hit = False
 
     async def attempt_all(
         self, items: list[BenchmarkItem], samples: int, previous: list[EvalRecord], concurrency: int, progress: bool
@@ -293,7 +316,7 @@ class _Run:
         selected = {(item.id, sample) for item in items for sample in range(samples)}
         self.finished = {record.key: record for record in previous if record.key in selected}
         self.queue.extend((i, k) for i in items for k in range(samples) if (i.id, k) not in self.finished)
-        self.spent = sum(record.usage.usd for record in previous)
+        self.cap.charge(sum(record.usage.usd for record in previous))
         self.correct = sum(record.verdict.correct for record in self.finished.values())
         resumed = len(self.finished)
         with _progress(progress) as bar, (self.out / RESULTS_FILE).open("ab") as handle:
@@ -302,7 +325,7 @@ class _Run:
                 total=len(selected),
                 completed=resumed,
                 accuracy=self.correct / resumed if resumed else 0.0,
-                usd=self.spent,
+                usd=self.cap.spent,
             )
             workers = [
                 asyncio.create_task(self._worker(handle, bar, task)) for _ in range(min(concurrency, len(self.queue)))
@@ -320,25 +343,43 @@ class _Run:
             resumed=resumed,
             correct=self.correct,
             errors=sum(record.error is not None for record in self.finished.values()),
-            usd=self.spent,
-            stopped_by_budget=self.budget_hit and bool(self.queue),
+            common_error=common_error(list(self.finished.values())),
+            usd=self.cap.spent,
+            stopped_by_budget=self.cap.refused and bool(self.queue),
         )
 
     async def _worker(self, handle: BinaryIO, bar: Progress, task: TaskID) -> None:
         while self.queue:
-            if self.max_usd is not None and self.spent >= self.max_usd:
-                self.budget_hit = True
-                return
             item, sample = self.queue.popleft()
-            record = await attempt(self.system, item, sample, self.grader, self.benchmark)
+            bound = self.bounds[item.id]
+            if not await self.cap.acquire(bound):  # its cost bound does not fit what the cap leaves
+                self.queue.appendleft((item, sample))
+                return
+            usd = 0.0
+            try:
+                record = await attempt(self.system, item, sample, self.grader, self.benchmark)
+                usd = record.usage.usd
+            finally:
+                await self.cap.release(bound, usd)
             # One write per record, flushed and synced, so a kill can only tear the line being written.
             handle.write(storable_line(record).encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
             self.finished[record.key] = record
-            self.spent += record.usage.usd
             self.correct += record.verdict.correct
-            bar.update(task, advance=1, accuracy=self.correct / len(self.finished), usd=self.spent)
+            bar.update(task, advance=1, accuracy=self.correct / len(self.finished), usd=self.cap.spent)
+
+
+def common_error(records: Sequence[EvalRecord]) -> str | None:
+    """The most common error of ``records`` (the item's id taken out, so that equal causes count together),
+    with how many records had it."""
+    reasons = Counter(
+        record.error.replace(f"item {record.item_id}: ", "") for record in records if record.error is not None
+    )
+    if not reasons:
+        return None
+    reason, count = reasons.most_common(1)[0]
+    return f"{reason} ({count} of {len(records)} samples)"
 
 
 def load_run(out: str | Path) -> tuple[RunManifest, list[EvalRecord]]:

@@ -42,6 +42,7 @@ from podium.evaluate.system_config import SystemConfig, register_system
 from podium.pool.config import BasicTool
 from podium.pool.pool import Pool, build_pool
 from podium.runtime import Executor, RunConfig
+from podium.runtime.checks import require_runnable
 from podium.runtime.system import SystemSpec, default_name, orchestrator_model
 
 
@@ -88,9 +89,9 @@ class RuntimeSystem:
     user: UserSimulatorConfig = field(default_factory=UserSimulatorConfig)
 
     def __post_init__(self) -> None:
-        # Unknown orchestrator or summarizer names fail now; allow/deny names are checked per episode, once the
+        # A system that cannot produce an action fails now; allow/deny names are checked per episode, once the
         # episode's tools (a domain's functions) are known.
-        self.executor()
+        require_runnable(self.pool, self.config, f"system '{self.name}'")
         if self.user.worker is not None and self.user.worker not in self.pool.backends:
             raise ConfigError(
                 f"user.worker: '{self.user.worker}' is not a worker of the pool {sorted(self.pool.backends)}"
@@ -102,6 +103,12 @@ class RuntimeSystem:
 
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
+
+    def cost_bound(self, item: BenchmarkItem) -> float | None:
+        """The episode's own USD cap (its ledger never crosses it); 0 over a pool where nothing has a price."""
+        if self.config.max_usd is not None:
+            return self.config.max_usd
+        return 0.0 if self.pool.is_free() else None
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         if item.verifier == "environment":

@@ -41,6 +41,13 @@ class System(Protocol):
         ...
 
 
+def attempt_bound(system: System, item: BenchmarkItem) -> float | None:
+    """The most one attempt of ``system`` at ``item`` can cost, in USD: what a system's optional
+    ``cost_bound(item)`` says, ``None`` when it cannot say (a USD cap then cannot be guaranteed)."""
+    bound = getattr(system, "cost_bound", None)
+    return None if bound is None else bound(item)
+
+
 def generation_usage(generation: Generation, measured_s: float) -> CallUsage:
     """A generation's accounting; backends that do not time themselves (scripted) get the measured time."""
     return CallUsage(
@@ -58,6 +65,10 @@ class ModelCaller:
     backend: ChatBackend
     temperature: float = 0.0
     max_tokens: int = 1024
+
+    def bound(self, messages: list[Message]) -> float:
+        """The most one generation on ``messages`` can cost (USD)."""
+        return self.backend.generation_bound(messages, self.max_tokens).usd
 
     async def turn(self, messages: list[Message], index: int, *, temperature: float | None = None) -> Turn:
         started = time.perf_counter()
@@ -101,6 +112,9 @@ class SingleModelSystem:
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier in MODEL_ONLY_KINDS
 
+    def cost_bound(self, item: BenchmarkItem) -> float:
+        return self.caller.bound(question_messages(item))
+
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         started = time.perf_counter()
         turn = await self.caller.turn(question_messages(item), 0)
@@ -126,6 +140,9 @@ class MajorityVoteSystem:
 
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier in MODEL_ONLY_KINDS
+
+    def cost_bound(self, item: BenchmarkItem) -> float:
+        return self.caller.bound(question_messages(item)) * self.votes
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         started = time.perf_counter()
@@ -183,6 +200,11 @@ class SelfRefineSystem:
 
     def supports(self, verifier: VerifierKind) -> bool:
         return verifier in MODEL_ONLY_KINDS
+
+    def cost_bound(self, item: BenchmarkItem) -> float | None:
+        """0 for a free model; otherwise unknown (each prompt holds earlier replies of unknown length)."""
+        price = self.caller.backend.price
+        return 0.0 if price.input_per_mtok == price.output_per_mtok == 0 else None
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         started = time.perf_counter()
@@ -253,6 +275,9 @@ class StaticRouterSystem:
     def route(self, item: BenchmarkItem) -> str:
         """The backend name the first matching rule names, else the default."""
         return next((rule.backend for rule in self.rules if rule.matches(item)), self.default)
+
+    def cost_bound(self, item: BenchmarkItem) -> float:
+        return self.callers[self.route(item)].bound(question_messages(item))
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
         started = time.perf_counter()

@@ -28,7 +28,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config, read_structured_file
 from podium.errors import ConfigError
-from podium.evaluate.system_config import SystemConfig, system_config_from_dict
+from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
 from podium.pool.pool import load_pool_config
 from podium.train.config import GRPOConfig, SFTConfig
 
@@ -215,6 +215,25 @@ def _training(base: dict[str, Any], arm: dict[str, Any] | None, path: Path, name
     if training.teacher is not None and training.teacher.system is not None:
         _validate_system(training.teacher.system, f"{path} (teacher of arm {name})")
     return training
+
+
+def arm_errors(experiment: Experiment) -> list[ConfigError]:
+    """Why arms could not run, from building every arm's system and teacher (nothing runs): a system that cannot
+    produce an action (:class:`~podium.runtime.checks.NotRunnable`) or that names what is not there. An experiment
+    with any stops before its first arm."""
+    found = []
+    for arm in experiment.arms:
+        systems = [("system", arm.system)]
+        teacher = arm.training.teacher if arm.training is not None else None
+        if teacher is not None:
+            systems.append(("teacher", teacher.system or arm.system))
+        for role, system in systems:
+            source = f"{experiment.source} ({role} of arm {arm.name}, {experiment.scale})"
+            try:
+                build_system(system_config_from_dict(system, source=source))
+            except ConfigError as error:
+                found.append(error)
+    return found
 
 
 def _validate_system(system: dict[str, Any], source: str) -> SystemConfig:

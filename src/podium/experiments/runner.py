@@ -25,7 +25,7 @@ from podium.evaluate.metrics import run_metrics
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, system_config_from_dict
-from podium.experiments.config import Arm, Experiment
+from podium.experiments.config import Arm, Experiment, arm_errors
 from podium.experiments.training import Say, StageRecord, train_arm, trained_system
 
 SUMMARY_FILE = "summary.json"
@@ -87,6 +87,10 @@ def run_experiment(
     unknown = sorted(set(arms or ()) - set(names))
     if unknown:
         raise ConfigError(f"--arm: no arm {unknown} in {experiment.name} (arms: {names})")
+    chosen = replace(experiment, arms=[arm for arm in experiment.arms if not arms or arm.name in arms])
+    errors = arm_errors(chosen)
+    if errors:  # an arm that cannot run stops the experiment before any work
+        raise errors[0]
     out.mkdir(parents=True, exist_ok=True)
     _write_plan(experiment, out)
     evaluation, train, training_items = splits(experiment, data_dir)

@@ -81,6 +81,20 @@ def _equal(gold: Parsed, answer: Parsed) -> bool:
     return bool(verify(list(gold), list(answer), timeout_seconds=_math_timeout()))
 
 
+def _same(first: object, second: object) -> bool:
+    """Whether two parsed values are one value written two ways (``1/2`` and ``0.5``)."""
+    return bool(verify(first, second, timeout_seconds=_math_timeout()))
+
+
+def _one_value(parsed: Parsed) -> Parsed:
+    """A list whose members are one value written several ways (``4, 4.0``) as that value; others unchanged."""
+    value = first_value(parsed)
+    if value is None or not getattr(value, "is_FiniteSet", False) or len(value.args) < 2:
+        return parsed
+    first, *others = value.args
+    return [first, *parsed[1:]] if all(_same(first, other) for other in others) else parsed
+
+
 def _extracted(span: str, parsed: Parsed) -> str:
     return str(parsed[-1]) if parsed and isinstance(parsed[-1], str) else span
 
@@ -98,6 +112,7 @@ def grade_math(answer: str, gold: str, question: str | None = None) -> Verdict:
     if not parsed and not words:
         return Verdict.binary(False, extracted=span, reason="no mathematical expression found in the answer")
     extracted = _extracted(span, parsed or words)
+    parsed = _one_value(parsed)
     gold_parsed = parse_gold(gold)
     reason = _rule_broken(span, extracted, parsed, gold, gold_parsed, question) if parsed else None
     if reason is not None:
@@ -112,7 +127,7 @@ def _rule_broken(
 ) -> str | None:
     """Why Podium's rules reject the answer before any comparison, or None. ``extracted`` is the part of the
     final answer ``span`` that math-verify read."""
-    offered = [] if is_list(gold_parsed) else distinct_candidates(span, parsed, parse_math)
+    offered = [] if is_list(gold_parsed) else distinct_candidates(span, parsed, parse_math, _same)
     if len(offered) > 1:
         return f"offers several candidate answers ({', '.join(offered)}) where one is asked for"
     if question and restates_question(extracted, parsed, gold, question):

@@ -1,8 +1,9 @@
 """Podium's rules on top of math-verify: what an answer must be beyond equal to the gold.
 
 - **Several candidates.** When the gold is one value, an answer offering several ("either 3 or 5",
-  ``\\boxed{3} or \\boxed{5}``) is wrong, even if one of them is right. A gold that is itself a list (``1,-2``,
-  ``1 \\pm \\sqrt{19}``) accepts its values in any order, joined by commas, "and" or "or".
+  ``\\boxed{3} or \\boxed{5}``) is wrong, even if one of them is right; one value written twice ("1/2 or
+  equivalently 0.5", "4 or 4.0") is one candidate. A gold that is itself a list (``1,-2``, ``1 \\pm \\sqrt{19}``)
+  accepts its values in any order, joined by commas, "and" or "or".
 - **Restated question.** An answer whose final expression is the question's own (``\\sqrt{242}`` for "Simplify
   $\\sqrt{242}$") is wrong unless it is the gold as written; math-verify would simplify it and call it equal.
 - **Unevaluated expression.** When the gold is a number, the answer must be a number too: an integer, a decimal, a
@@ -50,16 +51,24 @@ def is_list(parsed: Parsed) -> bool:
     return value is not None and getattr(value, "is_FiniteSet", False) and len(value.args) > 1
 
 
-def distinct_candidates(span: str, parsed: Parsed, parse_answer: Callable[[str], Parsed]) -> list[str]:
+def distinct_candidates(
+    span: str, parsed: Parsed, parse_answer: Callable[[str], Parsed], same: Callable[[Any, Any], bool]
+) -> list[str]:
     """The different values an answer offers: the members of a parsed list, or, in a sentence that says "or",
-    the value on each side of it. One value (or none) means the answer commits."""
+    the value on each side of it; values ``same`` finds equal count once ("1/2, or equivalently 0.5", "4 or
+    4.0" commit to one value). One value (or none) means the answer commits."""
     value = first_value(parsed)
     if value is not None and getattr(value, "is_FiniteSet", False):
-        return sorted({str(member) for member in value.args})
-    if not _CHOICE_WORD.search(span):
+        values = list(value.args)
+    elif _CHOICE_WORD.search(span):
+        values = [first_value(found) for part in _CHOICE_WORD.split(span) if (found := parse_answer(part))]
+    else:
         return []
-    values = {str(first_value(found)) for part in _CHOICE_WORD.split(span) if (found := parse_answer(part))}
-    return sorted(values - {"None"})
+    distinct: list[Any] = []
+    for candidate in values:
+        if candidate is not None and not any(same(candidate, kept) for kept in distinct):
+            distinct.append(candidate)
+    return sorted(str(candidate) for candidate in distinct)
 
 
 def restates_question(span: str, parsed: Parsed, gold: str, question: str) -> bool:

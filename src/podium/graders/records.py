@@ -277,7 +277,7 @@ class Funnel(Record):
 
     ``podium report`` renders it as data (it never imports the data stages): a JSON object with ``stage``,
     ``steps`` (each ``name``, ``unit``, ``entered``, ``kept``, ``left``: reason → count), ``outputs`` (file →
-    rows), ``usd``, ``wall_s``, ``podium_version``, ``stopped_by_budget`` and ``notes``.
+    rows), ``usd``, ``wall_s``, ``podium_version``, ``stopped_by_budget``, ``empty`` and ``notes``.
     """
 
     stage: str
@@ -294,6 +294,8 @@ class Funnel(Record):
     """Version of Podium that wrote it."""
     stopped_by_budget: bool = False
     """Whether the USD cap left units unstarted (rerun with a higher cap to finish)."""
+    empty: str | None = None
+    """Set when the stage produced nothing it exists to produce: which filter removed everything, and why."""
     notes: list[str] = Field(default_factory=list)
     """Remarks (a filter that could not apply, a cap that could not be met)."""
 

@@ -147,6 +147,9 @@ class Policy(ABC):
     """Most calls one turn may dispatch (more are refused with PARSE_ERR)."""
     summarize_on_stop: bool = False
     """Whether, by default, the summarizer writes an answer when turns or parse errors run out first."""
+    calls_tools: bool = False
+    """Whether the orchestrator calls the episode's tools by name (so tools added for one episode, such as a
+    served client's, can be offered to it)."""
 
     @abstractmethod
     def system_prompt(self, view: PoolView) -> str:
@@ -173,6 +176,11 @@ class Policy(ABC):
         """Every output allowed next when the action space is a finite set of words (the grammar is then that
         set): a backend can pick among them exactly and tell their probabilities. ``None``: free text."""
         return None
+
+    def turn_histories(self, view: PoolView) -> list[list[Action]]:
+        """Earlier actions after which the next turn's grammar takes each of its shapes, so that a check can see
+        whether a token budget holds an action in every turn: here the first turn's only."""
+        return [[]]
 
     def grammar(self, view: PoolView, previous: Sequence[Action] = (), max_tokens: int | None = None) -> Grammar | None:
         """The grammar of the next output, its free text shrunk until any match fits ``max_tokens`` (so an

@@ -167,6 +167,14 @@ class DagPolicy(Policy):
             return Outcome(await run_plan(action, dispatch, earlier_observations(history)))
         return await super().execute(action, dispatch, history, limit)
 
+    def turn_histories(self, view: PoolView) -> list[list[Action]]:
+        """The first turn, and a turn after a one-node plan ran (``<verify>`` then an answer or a new plan)."""
+        if not view.admissible:
+            return [[]]
+        model, skill = min(view.admissible)
+        plan = Plan(1, [Subtask(1, (), "a subtask")], {1: Route(1, model, skill, "an instruction")})
+        return [[], [plan]]
+
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
         """Plans whose ids run on from the episode's last id in order, whose depends_on list earlier ids of the
         same plan, and which route every subtask once to an admissible pair, in the next round; after a plan

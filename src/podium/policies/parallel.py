@@ -52,6 +52,7 @@ class ParallelPolicy(Policy):
 
     name = "parallel"
     max_turns = 12
+    calls_tools = True
     summarize_on_stop = True
 
     def __init__(self, max_calls_per_round: int = 4) -> None:

@@ -37,6 +37,7 @@ class SerialPolicy(Policy):
 
     name = "serial"
     max_turns = 50
+    calls_tools = True
     max_calls_per_round = 1
 
     def system_prompt(self, view: PoolView) -> str:

@@ -5,12 +5,18 @@ config it describes). ``podium describe-model`` and ``podium pool refresh-descri
 model tools instead of the hand-written ones, for each worker whose config still matches the fingerprint. An entry
 whose worker has changed since (another model, endpoint or completion budget) is stale and not used.
 
+Each description is written beside the figures measured when it was written (solved / attempted, per task kind,
+USD and seconds per task); the describer's claims that contradict them are left out, and the pool shows the figures
+with the text.
+
 Example::
 
     version: 1
     workers:
       qwen:
         description: Strong at multi-step arithmetic; unreliable on dates.
+        figures: {solved: 2, attempted: 3, usd_per_task: 0.0004, seconds_per_task: 2.1,
+                  by_kind: {math: {solved: 2, attempted: 3}}}
         provenance:
           tasks: tasks.jsonl
           tasks_sha256: 9f2c…
@@ -27,7 +33,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt
 
 from podium.config import Config, read_structured_file
 from podium.pool.config import PoolConfig, WorkerConfig
@@ -58,13 +64,57 @@ class Provenance(Config):
     """Fingerprint of the described worker's config (:func:`worker_fingerprint`)."""
 
 
+class KindFigures(Config):
+    """How the worker did on the sampled tasks of one kind."""
+
+    solved: NonNegativeInt
+    """Tasks it solved."""
+    attempted: NonNegativeInt
+    """Tasks it was given."""
+
+
+class Figures(Config):
+    """What the described worker did on the sampled tasks, measured: the facts its description must agree with."""
+
+    solved: NonNegativeInt
+    """Tasks it solved."""
+    attempted: NonNegativeInt
+    """Tasks it was given."""
+    usd_per_task: NonNegativeFloat
+    """Mean USD of one task (its tokens at the worker's price)."""
+    seconds_per_task: NonNegativeFloat
+    """Mean wall-clock seconds of one task."""
+    by_kind: dict[str, KindFigures] = Field(default_factory=dict)
+    """Task kind (a tasks file's ``kind`` field, else how answers were checked) → how it did on that kind."""
+
+    @property
+    def rate(self) -> float:
+        return self.solved / self.attempted if self.attempted else 0.0
+
+    def summary(self) -> str:
+        """The figures in one line, as the pool table shows them beside the description."""
+        kinds = ", ".join(f"{kind} {f.solved}/{f.attempted}" for kind, f in sorted(self.by_kind.items()))
+        return (
+            f"measured: solved {self.solved}/{self.attempted} sampled tasks ({kinds}); "
+            f"${self.usd_per_task:.6f} and {self.seconds_per_task:.1f} s per task"
+        )
+
+
 class WorkerDescription(Config):
     """One worker's description and its provenance."""
 
     description: str = Field(min_length=1)
-    """What the worker is good and bad at, as shown to the orchestrator."""
+    """What the worker is good and bad at, as shown to the orchestrator (never contradicting ``figures``)."""
     provenance: Provenance
     """Where it came from."""
+    figures: Figures | None = None
+    """What the worker did on the sampled tasks; absent from files written before descriptions were measured."""
+    rejected: list[str] = Field(default_factory=list)
+    """Sentences of the describer's text left out because they contradicted the figures."""
+
+    def shown(self) -> str:
+        """The description with its measured figures, as the orchestrator sees it."""
+        return f"{self.description} ({self.figures.summary()})" if self.figures else self.description
 
 
 class DescriptionsFile(Config):
@@ -106,14 +156,14 @@ def description_states(config: PoolConfig, descriptions: DescriptionsFile) -> di
 
 
 def with_descriptions(config: PoolConfig) -> PoolConfig:
-    """``config`` with each worker's fresh description from its ``descriptions`` file in place of the hand-written
-    one (unchanged when the pool names no file)."""
+    """``config`` with each worker's fresh description from its ``descriptions`` file, with the figures measured
+    when it was written, in place of the hand-written one (unchanged when the pool names no file)."""
     if config.descriptions is None:
         return config
     descriptions = read_descriptions(config.descriptions)
     states = description_states(config, descriptions)
     workers = [
-        worker.model_copy(update={"description": descriptions.workers[worker.name].description})
+        worker.model_copy(update={"description": descriptions.workers[worker.name].shown()})
         if states[worker.name] == "fresh"
         else worker
         for worker in config.workers

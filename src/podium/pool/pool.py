@@ -76,10 +76,11 @@ class Pool:
 
     def repriced(self, sheet: PriceCatalog) -> "Pool":
         """The same pool (same backends, sandbox and labels) priced by ``sheet`` merged over its catalog: tools
-        and workers alike (ToolOrchestra's random price sheet per training instance)."""
+        and workers alike, a sheet's entry beating a worker's inline price (ToolOrchestra's random price sheet per
+        training instance)."""
         catalog = self.prices.merged(sheet)
         backends = {
-            worker.name: self.backends[worker.name].repriced(backend_price(worker.spec(), catalog))
+            worker.name: self.backends[worker.name].repriced(backend_price(worker.spec(), catalog, sheet))
             for worker in self.config.workers
         }
         return Pool(self.config, catalog, self.sandbox, backends, self.labels, self.mcp)
@@ -107,6 +108,16 @@ class Pool:
             kind = "role" if spec.name in self.config.roles else "tool"
             lines.append(f"| {spec.name} | {kind} | {spec.description} | {cost or 'free'} | |")
         return "\n".join(lines)
+
+    def is_free(self) -> bool:
+        """Whether nothing in the pool has a price: no worker's tokens, no tool's call or second."""
+        tools = {*self.registry.names(), *self.helpers.names()}
+        return all(
+            backend.price.input_per_mtok == backend.price.output_per_mtok == 0 for backend in self.backends.values()
+        ) and all(
+            self.prices.tool_price(name).per_call_usd == self.prices.tool_price(name).per_second_usd == 0
+            for name in tools
+        )
 
     def close(self) -> None:
         """End the sessions with the pool's MCP servers (stdio servers stop)."""
@@ -251,13 +262,14 @@ def blind_labels(config: PoolConfig, seed: int) -> dict[str, str]:
 
 
 def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
-    """Build every backend and tool of ``config`` (prices: Podium's sheet, the pool's file, then ``prices``;
-    descriptions: the pool's descriptions file where fresh; attachments bound read-only into its sandbox)."""
+    """Build every backend and tool of ``config`` (prices: Podium's sheet, the pool's file, a worker's inline
+    price, then ``prices``, a sheet given explicitly, whose entries beat them all; descriptions: the pool's
+    descriptions file where fresh; attachments bound read-only into its sandbox)."""
     config = with_descriptions(_with_attachments(config))
     catalog = PriceCatalog.for_run(config.prices)
     if prices is not None:
         catalog = catalog.merged(prices)
-    backends = {worker.name: build_backend(worker.spec(), catalog) for worker in config.workers}
+    backends = {worker.name: build_backend(worker.spec(), catalog, prices) for worker in config.workers}
     labels = (
         blind_labels(config, config.blind.seed)
         if config.blind.enabled

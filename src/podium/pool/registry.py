@@ -129,6 +129,7 @@ class ToolRegistry:
                 usd=output.usd + price.cost(min(latency, item.timeout_s), served=output.status is Status.OK),
                 latency_s=latency,
                 cost_units=price.cost_units,
+                price=output.price,
             ),
         )
 

@@ -95,21 +95,24 @@ class Spent:
     def __init__(self) -> None:
         self.input_tokens = self.output_tokens = 0
         self.usd = 0.0
+        self.prices: dict[str, None] = {}
+        """The token prices charged, in order (the keys)."""
 
     def add(self, output: ToolOutput | ToolResult) -> None:
-        if isinstance(output, ToolResult):
-            self.input_tokens += output.usage.input_tokens
-            self.output_tokens += output.usage.output_tokens
-            self.usd += output.usage.usd
-        else:
-            self.input_tokens += output.input_tokens
-            self.output_tokens += output.output_tokens
-            self.usd += output.usd
+        usage = output.usage if isinstance(output, ToolResult) else output
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.usd += usage.usd
+        if usage.price:
+            self.prices[usage.price] = None
 
     def output(
         self, value: Any, worker: str, status: Status = Status.OK, reason: str | None = None, **kw: Any
     ) -> ToolOutput:
-        return ToolOutput(value, status, reason, self.input_tokens, self.output_tokens, self.usd, worker, **kw)
+        price = "; ".join(self.prices) or None
+        return ToolOutput(
+            value, status, reason, self.input_tokens, self.output_tokens, self.usd, worker, price=price, **kw
+        )
 
 
 def role_tools(kit: RoleKit, names: list[str]) -> list[Tool]:

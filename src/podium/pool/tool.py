@@ -6,6 +6,7 @@ explicit JSON schema with :meth:`Tool.from_schema`.
 """
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,8 @@ class ToolOutput:
     """The model that served the call, if any."""
     observation: str | None = None
     """Text for the orchestrator, when it should differ from the default rendering of ``value``."""
+    price: str | None = None
+    """The token price the model behind the tool charged, and where it came from."""
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
@@ -66,10 +69,9 @@ class Tool:
     validator: Draft202012Validator = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        try:
-            Draft202012Validator.check_schema(self.spec.parameters)
-        except SchemaError as error:
-            raise ToolDefinitionError(f"tool '{self.spec.name}': invalid parameter schema: {error.message}") from error
+        problem = schema_problem(self.spec.parameters)
+        if problem is not None:
+            raise ToolDefinitionError(f"tool '{self.spec.name}': invalid parameter schema: {problem}")
         if self.spec.parameters.get("type") != "object":
             raise ToolDefinitionError(f"tool '{self.spec.name}': the parameter schema must have type 'object'")
         if not self.spec.description.strip():
@@ -100,6 +102,30 @@ class Tool:
         if inspect.iscoroutinefunction(self.function):
             return await self.function(**arguments)
         return await asyncio.to_thread(self.function, **arguments)
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a parameter schema is not a valid JSON schema, or ``None``."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return _checked(schema)
+    return _remembered_check(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_check(schema: str) -> str | None:
+    """:func:`_checked` of a schema given as sorted JSON text, remembered: checking takes milliseconds, and the
+    same schemas are built again for every episode (the summarizer's, a served client's tools)."""
+    return _checked(json.loads(schema))
+
+
+def _checked(schema: Any) -> str | None:
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        return error.message
+    return None
 
 
 def tool(function: ToolFunction | None = None, *, name: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:

@@ -19,6 +19,7 @@ async def ask(backend: ChatBackend, messages: list[Message], *, max_tokens: int,
         output_tokens=generation.output_tokens,
         usd=generation.usd,
         worker=generation.model,
+        price=generation.price,
     )
 
 

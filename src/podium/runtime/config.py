@@ -47,10 +47,24 @@ class RunConfig(Config):
     """When turns or parse errors run out before an answer, the summarizer writes one from the history (the
     trajectory keeps the limit as its stop reason). Default: on for ``parallel`` (ParaManager's termination
     instruction), off otherwise."""
+    answer_from_observations: bool = True
+    """When a limit ends the episode before an answer (and the summarizer, if on, gave none), the final value
+    the newest successful call printed is the answer (``metadata["answer_source"]`` names the call; the stop
+    reason stays the limit)."""
     max_tokens: PositiveInt = 1024
     """Completion budget of one orchestrator turn."""
     temperature: NonNegativeFloat = 0.0
     """Sampling temperature of the orchestrator (0 in evaluation; above 0 for RL rollouts)."""
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Nucleus sampling of the orchestrator (with a temperature above 0): the smallest set of tokens whose
+    probability reaches ``top_p``."""
+    sampling_seed: int | None = None
+    """Seed of the orchestrator's sampled turns (turn t uses ``sampling_seed + t``); default: the backend's own."""
+    summarizer_max_tokens: PositiveInt | None = None
+    """Most tokens of the summarizer's reply (the answer it writes); default: its worker's ``max_tokens``."""
+    max_history_tokens: PositiveInt = 4096
+    """Most prompt tokens of earlier conversation turns shown to the orchestrator before the task (a served
+    chat's history); the oldest turns are left out first."""
     constrained: Literal["auto", "always", "never"] = "auto"
     """Grammar-constrained actions: ``auto`` uses the policy's grammar when the orchestrator's backend can
     constrain (local models; vLLM servers with ``structured_outputs: vllm``), ``always`` fails when it cannot."""

@@ -4,75 +4,53 @@ The deadline (``max_seconds``) holds whatever the orchestrator or the tools do: 
 conversation partner run under the time left; output that arrives after it is recorded but not acted on, and
 an answer produced after it is not accepted (the episode stops with DEADLINE and keeps the late answer in
 ``metadata["answer_after_deadline"]``); and the whole loop is cancelled :data:`DEADLINE_GRACE_S` after it, as a
-backstop for anything that does not yield in time."""
+backstop for anything that does not yield in time.
+
+Answers are grounded (:mod:`podium.runtime.grounding`): a long number an answer miscopied from an observation is
+replaced by the observed one (``metadata["answer_corrections"]``), and an episode that stops at a limit without
+an answer takes the final value its newest successful call printed (``metadata["answer_source"]``).
+
+An episode cancelled by its caller stops with CANCELLED: what ran until then is kept, with the cost bounds of
+the work it cut short in ``metadata["abandoned_usd"]`` (a server may bill a request its client gave up on)."""
 
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 
 from podium.backends.base import BackendError, ChatBackend, Generation
 from podium.core.answers import extract_answer
 from podium.core.budget import Budget, StopReason
-from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult
+from podium.core.calls import CallUsage, ToolCall, ToolResult
 from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import EpisodeEvent, EventKind, OnEvent, token_progress
 from podium.core.trajectory import Trajectory, Turn
 from podium.costs.ledger import Ledger, Refused
-from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, refused
+from podium.policies import Action, ActionParseError, Answer, Policy, PoolView
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment
 from podium.runtime.config import RunConfig
+from podium.runtime.dispatch import EpisodeDispatcher
+from podium.runtime.grounding import ground, recover
 
 DEADLINE_GRACE_S = 0.5
 """How long after the deadline the episode loop is cancelled if it has not stopped by itself."""
+LIMIT_STOPS = (
+    StopReason.MAX_TURNS,
+    StopReason.MAX_PARSE_ERRORS,
+    StopReason.MAX_TOKENS,
+    StopReason.MAX_USD,
+    StopReason.DEADLINE,
+)
+"""Stops at a limit: an answer the observations hold is recovered (:func:`~podium.runtime.grounding.recover`)."""
 
 Respond = Callable[[str], Awaitable[str | None]]
 """A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
 ``None`` when the conversation is over."""
-
-
-class EpisodeDispatcher:
-    """The calls of one episode: each reserves its cost bound in the ledger, runs within the deadline and settles
-    its cost; the episode context (question, history, attachments) is set for the roles and primitives it runs."""
-
-    def __init__(
-        self, episode: "Episode", registry: ToolRegistry, summarizer: ToolRegistry, primitives: ToolRegistry
-    ) -> None:
-        self.episode = episode
-        self.registry = registry
-        self.summarizer = summarizer
-        self.primitives = primitives
-
-    async def call(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.registry)
-
-    async def calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        return list(await asyncio.gather(*(self.call(call) for call in calls)))
-
-    async def summarize(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.summarizer)
-
-    async def route(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.primitives)
-
-    async def _metered(self, call: ToolCall, registry: ToolRegistry) -> ToolResult:
-        ledger = self.episode.ledger
-
-        async def run() -> ToolResult:
-            with self.episode.context():
-                try:
-                    return await asyncio.wait_for(registry.call(call), timeout=ledger.remaining_seconds())
-                except TimeoutError:
-                    return refused(call, Status.TIMEOUT, None, "stopped: the episode's deadline passed")
-
-        result = await ledger.metered(registry.cost_bound(call), run, _result_usage, _settled_result)
-        if isinstance(result, Refused):
-            return refused(call, Status.EXEC_ERR, Refusal.BUDGET, f"the call could exceed the budget ({result.reason})")
-        return result
 
 
 class Episode:
@@ -102,14 +80,18 @@ class Episode:
         self.policy = policy
         self.view = view
         self.attachments = attachments
-        self.dispatch = EpisodeDispatcher(self, registry, summarizer, primitives)
         self.config = config
         self.constrained = constrained
         self.respond = respond
         self.on_event = on_event
         self.ledger = Ledger(budget)
+        self.dispatch = EpisodeDispatcher(
+            self.ledger, self.context, self._finished, registry=registry, summarizer=summarizer, primitives=primitives
+        )
         self.actions: list[Action] = []
         self.parse_errors = 0
+        self.unrecorded: list[ToolResult] = []
+        """Results of the running turn's calls that finished before the turn recorded them."""
         self.trajectory = Trajectory(
             question=question,
             preference=preference,
@@ -117,17 +99,29 @@ class Episode:
             metadata={**metadata, "constrained": constrained},
         )
 
-    async def play(self, system: str) -> Trajectory:
+    async def play(self, system: str, history: Sequence[Message] = ()) -> Trajectory:
+        """Run the episode; ``history`` (earlier turns of a conversation) comes between the system prompt and the
+        task."""
         task = self.question
         preference = self.trajectory.preference
         if preference is not None and preference.instruction:
             task = f"{task}\n\n{preference.instruction}"
-        self.trajectory.messages = [Message(role="system", content=system), Message(role="user", content=task)]
+        self.trajectory.messages = [
+            Message(role="system", content=system),
+            *history,
+            Message(role="user", content=task),
+        ]
         limit = self.ledger.budget.max_seconds
         try:
             return await asyncio.wait_for(self._loop(), None if limit is None else limit + DEADLINE_GRACE_S)
         except TimeoutError:
             return self._finish(StopReason.DEADLINE)
+        except asyncio.CancelledError:
+            if self.trajectory.turns:
+                self.trajectory.turns[-1].results.extend(self.unrecorded)
+            self.trajectory.metadata["abandoned_usd"] = self.ledger.abandoned.usd
+            self._finish(StopReason.CANCELLED)
+            raise
 
     async def _loop(self) -> Trajectory:
         while True:
@@ -139,6 +133,8 @@ class Episode:
             if stop is not None:
                 if stop in (StopReason.MAX_TURNS, StopReason.MAX_PARSE_ERRORS):
                     await self._summarize_on_stop()
+                if stop in LIMIT_STOPS:
+                    self._recover_answer()
                 return self._finish(stop)
 
     async def _summarize_on_stop(self) -> None:
@@ -147,10 +143,37 @@ class Episode:
             wanted = self.policy.summarize_on_stop
         if not wanted or self.trajectory.answer is not None or not self.trajectory.turns:
             return
+        evidence = self._observations()
         result = await self.dispatch.summarize(ToolCall(name="final_answer", id="on_stop"))
         self.trajectory.turns[-1].results.append(result)
+        self.unrecorded.clear()
         if result.ok:
-            self.trajectory.answer = extract_answer(str(result.value))
+            self.trajectory.answer = self._grounded(extract_answer(str(result.value)), evidence)
+
+    def _recover_answer(self) -> None:
+        """An episode out of budget keeps the answer its observations hold."""
+        if self.trajectory.answer is not None or not self.config.answer_from_observations:
+            return
+        found = recover(self._observations())
+        if found is not None:
+            value, result = found
+            self.trajectory.answer = value
+            self.trajectory.metadata["answer_source"] = {"call": result.call.id, "tool": result.call.name}
+
+    def _observations(self) -> list[ToolResult]:
+        """The results of the episode's calls, without the summarizer's (answers, not observations)."""
+        return [result for result in self.trajectory.results if result.call.name not in self.dispatch.summarizer]
+
+    def _grounded(self, answer: str | None, evidence: Sequence[ToolResult]) -> str | None:
+        """``answer`` with long numbers it miscopied from the ``evidence`` (the observations of the calls made
+        before the action that answered) replaced by the observed ones."""
+        if answer is None:
+            return None
+        grounded, corrections = ground(answer, self.question, evidence)
+        if corrections:
+            recorded = self.trajectory.metadata.setdefault("answer_corrections", [])
+            recorded.extend(asdict(correction) for correction in corrections)
+        return grounded
 
     async def _turn(self) -> StopReason | None:
         started = time.perf_counter()
@@ -168,6 +191,7 @@ class Episode:
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
         self._say("assistant", generated.text)
+        self._emit("turn", turn=turn.index, detail=generated.text, usage=generated.usage)
         try:
             action = self.policy.parse(generated.text, self.view, self.actions)
             if generated.finish_reason == "length" and isinstance(action, Answer):
@@ -190,18 +214,21 @@ class Episode:
     async def _act(self, action: Action, turn: Turn) -> StopReason | None:
         limit = self.ledger.budget.max_calls_per_round or self.policy.max_calls_per_round
         if not isinstance(action, Answer):
-            self._emit("calling", type(action).__name__.lower(), turn=turn.index)
+            self._emit("calling", turn=turn.index, detail=type(action).__name__.lower())
+        evidence = self._observations()
         outcome = await self.policy.execute(action, self.dispatch, self.trajectory.turns[:-1], limit)
         turn.results.extend(outcome.results)
+        self.unrecorded.clear()
         if outcome.answer is not None:
+            answer = self._grounded(outcome.answer, evidence) or outcome.answer
             if self._expired():
-                self.trajectory.metadata["answer_after_deadline"] = outcome.answer
+                self.trajectory.metadata["answer_after_deadline"] = answer
                 return StopReason.DEADLINE
-            self.trajectory.answer = outcome.answer
+            self.trajectory.answer = answer
             if self.respond is None:
                 return StopReason.ANSWER
             try:
-                reply = await asyncio.wait_for(self.respond(outcome.answer), self.ledger.remaining_seconds())
+                reply = await asyncio.wait_for(self.respond(answer), self.ledger.remaining_seconds())
             except TimeoutError:
                 return StopReason.DEADLINE
             if reply is None:
@@ -211,11 +238,18 @@ class Episode:
         self._say("user", self.policy.observation(turn.results, self.ledger.remaining_text()))
         return None
 
+    def _sampling(self) -> dict[str, Any]:
+        """The orchestrator's sampling options for the next turn."""
+        options: dict[str, Any] = {"temperature": self.config.temperature, "top_p": self.config.top_p}
+        if self.config.sampling_seed is not None:
+            options["seed"] = self.config.sampling_seed + len(self.trajectory.turns)
+        return options
+
     async def _generate(self, choices: list[str] | None) -> Generation | StopReason:
         """The orchestrator's next output, generated under the budget and the deadline (one of ``choices`` when
         the policy's next action is one of a few words and the backend can pick among them)."""
         max_tokens = self.config.max_tokens
-        options: dict[str, Any] = {"temperature": self.config.temperature}
+        options = self._sampling()
         if self.constrained and choices is not None and self.orchestrator.supports_choices:
             options["choices"] = choices
         elif self.constrained:  # the grammar fits the budget, so an action always closes within it
@@ -247,10 +281,15 @@ class Episode:
         """Whether the deadline has passed."""
         return self.ledger.remaining_seconds() == 0.0
 
-    def _emit(self, kind: EventKind, detail: str = "", tokens: int = 0, turn: int | None = None) -> None:
+    def _emit(self, kind: EventKind, *, turn: int | None = None, **fields: Any) -> None:
         """Tell the watcher (if any) what the episode does; ``turn`` defaults to the turn being generated."""
         if self.on_event is not None:
-            self.on_event(EpisodeEvent(kind, len(self.trajectory.turns) if turn is None else turn, tokens, detail))
+            self.on_event(EpisodeEvent(kind, len(self.trajectory.turns) if turn is None else turn, **fields))
+
+    def _finished(self, result: ToolResult) -> None:
+        """A call of the running turn finished: kept until the turn records it, and told to the watcher."""
+        self.unrecorded.append(result)
+        self._emit("result", turn=max(len(self.trajectory.turns) - 1, 0), result=result)
 
     def _tokens_reporter(self) -> Callable[[int], None] | None:
         """What a generating backend calls with its running token count (``None`` when nobody watches)."""
@@ -259,10 +298,12 @@ class Episode:
         return lambda tokens: self._emit("tokens", tokens=tokens)
 
     @contextmanager
-    def context(self) -> Iterator[None]:
+    def context(self, call: ToolCall | None = None, round_calls: tuple[ToolCall, ...] = ()) -> Iterator[None]:
         """Sets :data:`current_episode` for a call (tasks copy it), restored afterwards."""
         history = "\n\n".join(f"[{m.role}]\n{m.content}" for m in self.trajectory.messages[1:])
-        context = EpisodeContext(question=self.question, history=history, attachments=self.attachments)
+        context = EpisodeContext(
+            question=self.question, history=history, attachments=self.attachments, call=call, round=round_calls
+        )
         token = current_episode.set(context)
         try:
             yield
@@ -276,6 +317,7 @@ class Episode:
         self.trajectory.stop_reason = stop
         self.trajectory.wall_s = self.ledger.elapsed()
         self.trajectory.metadata["parse_errors"] = self.parse_errors
+        self._emit("stopped", turn=max(len(self.trajectory.turns) - 1, 0), trajectory=self.trajectory)
         return self.trajectory
 
 
@@ -286,11 +328,3 @@ def _generation_usage(generation: Generation) -> CallUsage:
 def _settled_generation(generation: Generation, charged: CallUsage) -> Generation:
     update = {"input_tokens": charged.input_tokens, "output_tokens": charged.output_tokens, "usd": charged.usd}
     return generation.model_copy(update={**update, "clipped": generation.clipped or "charged at its cost bound"})
-
-
-def _result_usage(result: ToolResult) -> CallUsage:
-    return result.usage
-
-
-def _settled_result(result: ToolResult, charged: CallUsage) -> ToolResult:
-    return result.model_copy(update={"usage": charged})

@@ -8,6 +8,7 @@ from typing import Any
 from podium.backends.base import ChatBackend
 from podium.backends.grammar import BudgetTooSmall
 from podium.core.budget import Budget
+from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
@@ -73,6 +74,7 @@ class Executor:
         metadata: dict[str, Any] | None = None,
         on_event: OnEvent | None = None,
         attachments: Sequence[Attachment] = (),
+        history: Sequence[Message] = (),
     ) -> Trajectory:
         """One episode on ``question``.
 
@@ -80,26 +82,24 @@ class Executor:
         ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an answer goes to a
         conversation partner and the episode continues until it ends the conversation; ``on_event`` is called
         at each step of the episode and as the model generates (for live displays); ``attachments`` are files
-        (SQLite databases, documents, code) this episode's primitives may read, besides the pool's.
+        (SQLite databases, documents, code) this episode's primitives may read, besides the pool's; ``history``
+        holds earlier turns of a conversation (user and assistant messages), shown before the question as far as
+        ``max_history_tokens`` allows, the newest kept first.
         """
         attached = episode_attachments(attachments)
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
-        registry, workers = self._visible(pool, tools)
-        view = PoolView(
-            tools=registry.specs(),
-            table=pool.table(registry, workers),
-            workers=workers,
-            admissible=frozenset(pair for pair in pool.admissible_pairs() if pair[0] in workers),
-        )
+        view, registry = self.view(pool, tools)
         system = self.policy.system_prompt(view)
         if instructions:
             system = f"{system}\n\n{instructions}"
+        shown = fit_history(history, self.orchestrator, self.config.max_history_tokens)
         provenance = {
             "policy": self.policy.name,
             "orchestrator": self.orchestrator.model,
             "labels": dict(pool.labels),
             **({"seed": seed} if seed is not None else {}),
             **({"attachments": [a.name for a in attached]} if attached else {}),
+            **({"history": {"messages": len(history), "shown": len(shown)}} if history else {}),
             **(metadata or {}),
         }
         episode = Episode(
@@ -119,9 +119,25 @@ class Executor:
             metadata=provenance,
             on_event=on_event,
         )
-        return await episode.play(system)
+        return await episode.play(system, shown)
 
-    def _visible(self, pool: Pool, extra: Sequence[Tool]) -> tuple[ToolRegistry, list[str]]:
+    def view(
+        self, pool: Pool | None = None, tools: Sequence[Tool] = (), *, strict: bool = True
+    ) -> tuple[PoolView, ToolRegistry]:
+        """What the orchestrator sees of ``pool`` (default: this executor's) with ``tools`` added, after the
+        allow/deny lists, and the registry of the tools it may call. ``strict``: a name on the lists that is not in
+        the pool is an error (not strict: it is passed over, as an episode's own tools may be what it names)."""
+        pool = pool or self.pool
+        registry, workers = self._visible(pool, tools, strict=strict)
+        view = PoolView(
+            tools=registry.specs(),
+            table=pool.table(registry, workers),
+            workers=workers,
+            admissible=frozenset(pair for pair in pool.admissible_pairs() if pair[0] in workers),
+        )
+        return view, registry
+
+    def _visible(self, pool: Pool, extra: Sequence[Tool], *, strict: bool = True) -> tuple[ToolRegistry, list[str]]:
         """The registry and worker labels the allow/deny lists leave, with the episode's tools added."""
         registry = ToolRegistry(
             [*(pool.registry.get(name) for name in pool.registry.names()), *extra],
@@ -132,7 +148,7 @@ class Executor:
         known = set(registry.names()) | set(by_name) | set(pool.labels.values())
         for field, names in (("allow", self.config.allow or []), ("deny", self.config.deny)):
             unknown = sorted(set(names) - known)
-            if unknown:
+            if unknown and strict:
                 raise ConfigError(f"{field}: unknown names {unknown}; the pool has {sorted(known)}")
         allow = None if self.config.allow is None else {by_name.get(n, n) for n in self.config.allow}
         deny = {by_name.get(name, name) for name in self.config.deny}
@@ -147,7 +163,8 @@ class Executor:
         config = pool.config
         name = self.config.summarizer or config.role_worker or config.workers[0].name
         worker = pool.workers[name]
-        tool = summarizer_tool(pool.backends[name], worker.max_tokens, worker.timeout_s * (worker.max_retries + 1))
+        max_tokens = min(worker.max_tokens, self.config.summarizer_max_tokens or worker.max_tokens)
+        tool = summarizer_tool(pool.backends[name], max_tokens, worker.timeout_s * (worker.max_retries + 1))
         return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
 
     def _constrained(self, view: PoolView) -> bool:
@@ -172,6 +189,19 @@ class Executor:
                     f"constrained: 'always', but the policy's grammar cannot be built: {error}"
                 ) from error
             return False
+
+
+def fit_history(history: Sequence[Message], orchestrator: ChatBackend, max_tokens: int) -> list[Message]:
+    """The newest messages of ``history`` whose prompt tokens (on ``orchestrator``, each message counted with its
+    chat-template overhead) fit ``max_tokens``, in order."""
+    kept: list[Message] = []
+    used = 0
+    for message in reversed(history):
+        used += orchestrator.prompt_token_bound([message])
+        if used > max_tokens:
+            break
+        kept.append(message)
+    return kept[::-1]
 
 
 def episode_attachments(attachments: Sequence[Attachment]) -> tuple[Attachment, ...]:

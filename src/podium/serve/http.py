@@ -1,15 +1,20 @@
 """What Podium's OpenAI-compatible servers share: chat messages as requests carry them, OpenAI-style error bodies,
-and running an application on a socket (in the foreground, or from a background thread for tests and benchmarks).
+request bodies checked before any handler sees them, and running an application on a socket (in the foreground,
+or from a background thread for tests and benchmarks).
 
 Errors have OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``: 400 ``invalid_request_error``
-for malformed requests, 401 ``authentication_error``, 404 ``not_found_error`` for unknown models, 429
-``rate_limit_error``; the official clients raise their matching exception classes on them.
+for malformed requests, 401 ``authentication_error``, 404 ``not_found_error`` for unknown models, 413 for a body
+over the size limit, 429 ``rate_limit_error``; the official clients raise their matching exception classes on
+them. A JSON body holding NaN or an infinite number (``NaN``, ``Infinity``, ``1e309``…), which JSON does not
+have, is a 400 naming the field; responses are written without them.
 """
 
+import json
+import math
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -18,7 +23,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
 
 from podium.core.messages import Message
 
@@ -81,8 +87,13 @@ def invalid_request(message: str, param: str | None = None) -> ApiError:
 
 def describe_validation(error: RequestValidationError) -> tuple[str, str | None]:
     """A readable message for a request body that fails validation, and the first offending parameter."""
+    return describe_errors(error.errors())
+
+
+def describe_errors(errors: Sequence[Any]) -> tuple[str, str | None]:
+    """A readable message for pydantic's validation errors, and the first offending parameter (dotted)."""
     problems, first = [], None
-    for problem in error.errors():
+    for problem in errors:
         location = [str(part) for part in problem.get("loc", ()) if part != "body"]
         where = ".".join(location) or "body"
         first = first or where
@@ -90,9 +101,88 @@ def describe_validation(error: RequestValidationError) -> tuple[str, str | None]
     return "; ".join(problems) or "invalid request body", first
 
 
-def openai_app(title: str) -> FastAPI:
-    """A FastAPI application whose errors are OpenAI-style bodies."""
+def non_finite_field(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first NaN or infinite number in a parsed JSON value, if any."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "body"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = non_finite_field(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+class CheckedBodies:
+    """ASGI middleware: a request body is read up to ``max_bytes`` (413 beyond, from its declared length or as
+    it arrives), and a JSON body with a NaN or infinite number is a 400 naming the field, before the application
+    sees it."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large().response()(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await self._too_large().response()(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        problem = _non_finite_problem(bytes(body))
+        if problem is not None:
+            await problem.response()(scope, receive, send)
+            return
+        delivered = False
+
+        async def replay() -> AsgiMessage:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()  # after the body: the client's disconnect, as before
+
+        await self.app(scope, replay, send)
+
+    def _too_large(self) -> ApiError:
+        return ApiError(
+            413, f"the request body exceeds {self.max_bytes} bytes", "invalid_request_error", code="request_too_large"
+        )
+
+
+def _non_finite_problem(body: bytes) -> ApiError | None:
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # not JSON: the application says what is wrong with it
+    where = non_finite_field(parsed)
+    if where is None:
+        return None
+    return invalid_request(f"{where}: NaN and infinite numbers are not numbers JSON has; send a finite number", where)
+
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+"""Largest request body the servers read."""
+
+
+def openai_app(title: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    """A FastAPI application whose errors are OpenAI-style bodies and whose request bodies are checked
+    (:class:`CheckedBodies`)."""
     app = FastAPI(title=title, version="1")
+    app.add_middleware(CheckedBodies, max_bytes=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:

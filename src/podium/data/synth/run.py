@@ -171,4 +171,4 @@ async def synthesize_domain(
         "tools.py": len(names),
         "tasks.json": len(tasks),
     }
-    return finish_stage(stage, run.funnel, outputs)
+    return finish_stage(stage, run.funnel, outputs, ["tasks.json"])

@@ -1,0 +1,332 @@
+"""``podium check FILE…``: validate config files the way the commands that use them would, without running
+anything.
+
+A file's kind is read from its fields (``--kind`` names it): a system (``podium eval --system``, ``podium
+serve``), a pool, a run or solver config (``podium run --config``, ``--teacher``), a data-stage config, an SFT or
+GRPO training config, an experiment (both scales) or a price sheet. Each is checked as its command checks it at
+load (:mod:`podium.runtime.checks`): the schema, every policy's grammar against its token budget, prices that
+resolve, files that exist, and with ``--online`` the servers of its HTTP workers. Every problem is printed as
+``FILE:LINE: field: message``. Exit status: 0 every file is good, 2 some file has a problem.
+"""
+
+import asyncio
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.markup import escape
+
+from podium.backends.base import BackendError, ChatBackend
+from podium.backends.http import HttpBackend
+from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
+from podium.config import Config, read_structured_file
+from podium.costs.prices import PriceCatalog
+from podium.errors import ConfigError, PodiumError
+from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.runtime.checks import NotRunnable, Problem, run_problems
+from podium.runtime.config import RunConfig
+
+KINDS = ("system", "pool", "run", "stage", "sft", "grpo", "experiment", "prices")
+_LISTED = re.compile(r"^\s+(\S[^:]*): (.+)$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem located in a file."""
+
+    file: str
+    field: str | None
+    message: str
+    written_by: str | None = None
+
+    def line(self) -> int | None:
+        return locate(Path(self.file), self.field) if self.field else None
+
+    def __str__(self) -> str:
+        line = self.line()
+        where = f"{self.file}:{line}" if line else self.file
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class Findings:
+    """The problems found in one checked file (and the files it names)."""
+
+    def __init__(self, path: Path, online: bool, pool: Path | None) -> None:
+        self.path, self.online, self.pool = path, online, pool
+        self.found: list[Finding] = []
+
+    def add(self, problem: Problem, *, prefix: str = "", file: Path | None = None) -> None:
+        field = f"{prefix}{problem.field}" if problem.field else (prefix.rstrip(".") or None)
+        self.found.append(Finding(str(file or self.path), field, problem.message, problem.written_by))
+
+    def error(self, error: Exception, *, prefix: str = "") -> None:
+        """Each problem an error names (a field list of a validation error, or the message as one problem); a
+        problem of the pool goes to the pool file the checked file names, else under its ``pool`` field."""
+        problems = error.problems if isinstance(error, NotRunnable) else listed_problems(error)
+        for problem in problems:
+            if problem.scope == "pool" and self.pool_file is not None:
+                self.add(problem, file=self.pool_file)
+            else:
+                self.add(problem, prefix=prefix + ("pool." if problem.scope == "pool" else ""))
+
+    pool_file: Path | None = None
+    """The separate pool file the checked file names, where pool problems belong."""
+
+
+def listed_problems(error: Exception) -> list[Problem]:
+    """The problems of a :class:`ConfigError`: one per ``field: message`` line under its first line, else the
+    whole message (its leading ``field:`` taken as the field)."""
+    lines = str(error).splitlines()
+    listed = [found for line in lines[1:] if (found := _LISTED.match(line))]
+    if listed and len(listed) == len(lines) - 1:
+        fields = [found.groups() for found in listed]
+        return [Problem(None if field == "(root)" else field.strip(), message) for field, message in fields]
+    return [Problem.from_error(error)]
+
+
+def locate(path: Path, field: str) -> int | None:
+    """The line of ``field`` (dotted, list indices as numbers) in a YAML or JSON file: its key's line, else the
+    line of the deepest part of it the file has."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    line = None
+    for part in field.split("."):
+        if isinstance(node, yaml.MappingNode):
+            entry = next(((key, value) for key, value in node.value if key.value == part), None)
+            if entry is None:
+                break
+            line, node = entry[0].start_mark.line + 1, entry[1]
+        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            node = node.value[int(part)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def detect_kind(data: Any) -> str | None:
+    """What kind of config ``data`` is, from its fields."""
+    if not isinstance(data, dict):
+        return None
+    keys = set(data)
+    if "arms" in keys:
+        return "experiment"
+    if "output_dir" in keys:
+        return "sft" if "trajectories" in keys else "grpo"
+    if "kind" in keys:
+        return "system"
+    if "out" in keys:
+        return "stage"
+    if "workers" in keys:
+        return "pool"
+    if isinstance(data.get("models"), dict) or isinstance(data.get("tools"), dict):
+        return "prices"
+    from podium.data import SolverConfig
+
+    return "run" if keys <= set(SolverConfig.model_fields) else None
+
+
+def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None) -> tuple[str, list[Finding]]:
+    """The kind of the file at ``path`` and the problems found in it."""
+    findings = Findings(path, online, pool)
+    try:
+        data = read_structured_file(path)
+    except PodiumError as error:
+        findings.error(error)
+        return kind or "?", findings.found
+    chosen = kind or detect_kind(data)
+    if chosen is None:
+        message = f"cannot tell what kind of config this is; name it with --kind ({', '.join(KINDS)})"
+        findings.add(Problem(None, message))
+        return "?", findings.found
+    try:
+        CHECKS[chosen](findings, data)
+    except (PodiumError, BackendError) as error:
+        findings.error(error)
+    return chosen, findings.found
+
+
+def _system(findings: Findings, data: Any) -> None:
+    from podium.evaluate.system_config import build_system, system_config_from_dict
+
+    if isinstance(data.get("pool"), str):
+        findings.pool_file = Path(data["pool"])
+    config = system_config_from_dict(data, source=str(findings.path))
+    built = build_system(config)
+    pool = getattr(built, "pool", None)
+    backends = list(pool.backends.values()) if isinstance(pool, Pool) else list(_model_backends(built))
+    _reach(findings, backends)
+
+
+def _model_backends(system: Any) -> Iterator[ChatBackend]:
+    """The backends of a model-only baseline."""
+    callers = getattr(system, "callers", None) or {"": system.caller}
+    for caller in callers.values():
+        yield caller.backend
+
+
+def _reach(findings: Findings, backends: list[ChatBackend]) -> None:
+    """With --online, one model listing per HTTP server."""
+    if not findings.online:
+        return
+    for backend in backends:
+        if isinstance(backend, HttpBackend):
+            reason = asyncio.run(backend.unreachable())
+            if reason:
+                findings.add(Problem(None, reason))
+
+
+def _pool(findings: Findings, data: Any) -> None:
+    pool = build_pool(load_pool_config(findings.path))
+    for problem in run_problems(pool, RunConfig(constrained="never")):
+        findings.add(problem)
+    _reach(findings, list(pool.backends.values()))
+
+
+def _run(findings: Findings, data: Any) -> None:
+    from podium.data import SolverConfig
+
+    config = SolverConfig.from_dict(data, source=str(findings.path))
+    if isinstance(config.pool, str):
+        findings.pool_file = Path(config.pool)
+        chosen = load_pool_config(config.pool)
+    elif config.pool is not None:
+        chosen = config.pool
+    else:
+        findings.pool_file = findings.pool
+        chosen = load_pool_config(findings.pool) if findings.pool else embedded_pool_config()
+    pool = build_pool(chosen)
+    run = RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
+    problems = run_problems(pool, run)
+    if problems:
+        raise NotRunnable(str(findings.path), problems)
+    _reach(findings, list(pool.backends.values()))
+
+
+def _stage(findings: Findings, data: Any) -> None:
+    from podium.data import (
+        ClassifyConfig,
+        CollectConfig,
+        CurriculumConfig,
+        DifficultyConfig,
+        PreferenceConfig,
+        SynthConfig,
+    )
+    from podium.data.solver import Solver
+
+    stages: list[type[Config]] = [
+        CollectConfig, DifficultyConfig, CurriculumConfig, ClassifyConfig, PreferenceConfig, SynthConfig,
+    ]  # fmt: skip
+    fitting = [stage for stage in stages if set(data) <= set(stage.model_fields)]
+    if not fitting:
+        raise ConfigError("out: fields of no data stage together; check the stage's --help for its fields")
+    config = fitting[0].from_dict(data, source=str(findings.path))
+    for name in ("teacher", "solver", "cold_start"):
+        solver = getattr(config, name, None)
+        if solver is not None:
+            try:
+                Solver(solver)
+            except PodiumError as error:
+                findings.error(error, prefix=f"{name}.")
+
+
+def _sft(findings: Findings, data: Any) -> None:
+    from podium.train.config import SFTConfig
+
+    config = SFTConfig.from_dict(data, source=str(findings.path))
+    for index, trajectories in enumerate(config.trajectories):
+        if not Path(trajectories).is_file():
+            message = f"no trajectory file at {trajectories}: `podium data collect` (sft.jsonl) writes one"
+            findings.add(Problem(f"trajectories.{index}", message, written_by="podium data collect"))
+    _checkpoint(findings, config.model.path)
+
+
+def _checkpoint(findings: Findings, path: str | None) -> None:
+    missing = missing_checkpoint(path)
+    if missing is not None:
+        findings.add(missing)
+
+
+def _grpo(findings: Findings, data: Any) -> None:
+    from podium.train.config import GRPOConfig
+
+    config = GRPOConfig.from_dict(data, source=str(findings.path))
+    _checkpoint(findings, config.model.path)
+    if config.tasks is not None and not Path(config.tasks).is_file():
+        message = f"no tasks file at {config.tasks}: `podium data filter-rl` (rl.jsonl) writes one"
+        findings.add(Problem("tasks", message, written_by="podium data filter-rl"))
+    for sheet in config.rollout.price_sheets:
+        PriceCatalog.from_file(sheet)
+    findings.pool_file = Path(config.rollout.pool) if config.rollout.pool else None
+    problems = rollout_problems(config)
+    if problems:
+        findings.error(NotRunnable(str(findings.path), problems), prefix="rollout.")
+
+
+def _experiment(findings: Findings, data: Any) -> None:
+    from podium.experiments import arm_errors, load_experiment
+
+    for scale in ("small", "full"):
+        for error in arm_errors(load_experiment(findings.path, scale)):  # type: ignore[arg-type]
+            if isinstance(error, NotRunnable):  # fields of the arm's system: under `system` in the file
+                problems = [Problem(p.field, f"{error.source} ({scale}): {p.message}", p.scope) for p in error.problems]
+                findings.error(NotRunnable(error.source, problems), prefix="system.")
+            else:
+                findings.error(error)
+
+
+def _prices(findings: Findings, data: Any) -> None:
+    PriceCatalog.from_dict(data, source=str(findings.path))
+
+
+CHECKS: dict[str, Callable[[Findings, Any], None]] = {
+    "system": _system,
+    "pool": _pool,
+    "run": _run,
+    "stage": _stage,
+    "sft": _sft,
+    "grpo": _grpo,
+    "experiment": _experiment,
+    "prices": _prices,
+}
+
+
+def check_command(
+    files: Annotated[list[Path], typer.Argument(help="Config files (YAML or JSON).")],
+    kind: Annotated[str | None, typer.Option("--kind", help=f"The files' kind: {', '.join(KINDS)}.")] = None,
+    online: Annotated[bool, typer.Option("--online", help="Also reach every HTTP worker's server.")] = False,
+    pool: Annotated[
+        Path | None, typer.Option("--pool", help="Pool of run configs that name none (default: the embedded pool).")
+    ] = None,
+    pending_ok: Annotated[
+        bool,
+        typer.Option(
+            "--pending-ok",
+            help="A missing file that another command writes (a checkpoint, collected data) is a note, not a problem.",
+        ),
+    ] = False,
+) -> None:
+    """Validate system, pool, run, data-stage, training, experiment and price files as the commands that use them
+    would; print every problem with its file and line."""
+    if kind is not None and kind not in KINDS:
+        errors.print(f"[red]error:[/red] --kind must be one of {', '.join(KINDS)}, not {kind!r}", highlight=False)
+        raise typer.Exit(2)
+    problems = 0
+    for path in files:
+        chosen, found = check_file(path, kind, online=online, pool=pool)
+        for finding in found:
+            pending = pending_ok and finding.written_by is not None
+            label = "note" if pending else "[red]error[/red]"
+            errors.print(f"{label}: {escape(str(finding))}", highlight=False, soft_wrap=True)
+            problems += not pending
+        if not any(not (pending_ok and finding.written_by) for finding in found):
+            console.print(f"{path}: ok ({chosen})", highlight=False, markup=False)
+    if problems:
+        errors.print(f"{problems} problem(s) in {len(files)} file(s)", highlight=False)
+        raise typer.Exit(2)

@@ -1,0 +1,135 @@
+"""What operators watch: Prometheus metrics (``GET /metrics``, text format) and structured request logs.
+
+Metrics (each server has its own registry):
+
+* ``podium_requests_total{model,key,outcome}``: responses by outcome (``stop``, ``length``, ``tool_calls``, or
+  the error code: ``queue_full``, ``insufficient_quota``, ``cancelled``…); ``podium_request_seconds{model}`` and
+  ``podium_queue_wait_seconds`` their latency and queue wait.
+* ``podium_queue_depth``, ``podium_running_responses``, ``podium_waiting_episodes`` (parked on client tools).
+* ``podium_episode_usd_total{model,key}``, ``podium_episode_tokens_total{model,kind}``,
+  ``podium_episodes_total{model,stop_reason}``.
+* ``podium_calls_total{model,tool,worker,status}``, ``podium_call_seconds{tool}``,
+  ``podium_call_usd_total{model,tool,worker}``: every call of every episode, per tool and the worker behind it
+  (client tools count as ``tool="(client)"``: their names are the clients', unbounded).
+
+The request log has one JSON object per line per response (``event: request``) and per ended episode
+(``event: episode``): ids, model, key name, outcome, stop reason, turns, calls, tokens, USD, queue wait and wall
+time. It goes to a file, or to stderr for ``-``.
+"""
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from podium.core.jsonsafe import json_ready
+from podium.core.trajectory import Trajectory
+
+CLIENT_TOOL_LABEL = "(client)"
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+class Metrics:
+    """The server's Prometheus instruments."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        registry = self.registry
+        self.requests = Counter(
+            "podium_requests", "Responses by outcome.", ["model", "key", "outcome"], registry=registry
+        )
+        self.request_seconds = Histogram(
+            "podium_request_seconds", "Time to answer a request.", ["model"], buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )  # fmt: skip
+        self.queue_wait = Histogram(
+            "podium_queue_wait_seconds", "Time a request waited for a slot.", buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )  # fmt: skip
+        self.queue_depth = Gauge("podium_queue_depth", "Requests waiting for a slot.", registry=registry)
+        self.running = Gauge("podium_running_responses", "Responses being worked on.", registry=registry)
+        self.waiting = Gauge("podium_waiting_episodes", "Episodes waiting for client tool results.", registry=registry)
+        self.episodes = Counter(
+            "podium_episodes", "Episodes ended, by stop reason.", ["model", "stop_reason"], registry=registry
+        )
+        self.usd = Counter("podium_episode_usd", "US dollars spent by episodes.", ["model", "key"], registry=registry)
+        self.tokens = Counter(
+            "podium_episode_tokens", "Tokens of episodes (orchestrator and calls).", ["model", "kind"],
+            registry=registry,
+        )  # fmt: skip
+        self.calls = Counter(
+            "podium_calls", "Calls by tool, worker and status.", ["model", "tool", "worker", "status"],
+            registry=registry,
+        )  # fmt: skip
+        self.call_seconds = Histogram(
+            "podium_call_seconds", "Latency of calls.", ["tool"], buckets=LATENCY_BUCKETS, registry=registry
+        )
+        self.call_usd = Counter(
+            "podium_call_usd", "US dollars of calls.", ["model", "tool", "worker"], registry=registry
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def episode(self, model: str, key: str | None, trajectory: Trajectory, client_tools: set[str]) -> None:
+        """Count an ended episode and every call it made."""
+        usage = trajectory.usage
+        self.episodes.labels(model, str(trajectory.stop_reason)).inc()
+        self.usd.labels(model, key or "").inc(usage.usd)
+        self.tokens.labels(model, "prompt").inc(usage.input_tokens)
+        self.tokens.labels(model, "completion").inc(usage.output_tokens)
+        for result in trajectory.results:
+            tool = CLIENT_TOOL_LABEL if result.call.name in client_tools else result.call.name
+            worker = result.worker or ""
+            self.calls.labels(model, tool, worker, result.status.value).inc()
+            self.call_seconds.labels(tool).observe(result.usage.latency_s)
+            self.call_usd.labels(model, tool, worker).inc(result.usage.usd)
+
+
+class RequestLog:
+    """JSON lines, one per response and per ended episode."""
+
+    def __init__(self, target: str | None) -> None:
+        self.target = target
+        self.lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.target is None:
+            return
+        line = json.dumps(json_ready(record), ensure_ascii=False, allow_nan=False, default=str) + "\n"
+        with self.lock:
+            if self.target == "-":
+                _write(sys.stderr, line)
+            else:
+                with Path(self.target).open("a", encoding="utf-8") as handle:
+                    _write(handle, line)
+
+
+def _write(stream: TextIO, line: str) -> None:
+    stream.write(line)
+    stream.flush()
+
+
+def episode_record(request_id: str, model: str, key: str | None, trajectory: Trajectory) -> dict[str, Any]:
+    """The log record of an ended episode."""
+    usage = trajectory.usage
+    return {
+        "event": "episode",
+        "request_id": request_id,
+        "trajectory_id": trajectory.id,
+        "model": model,
+        "key": key,
+        "stop_reason": str(trajectory.stop_reason),
+        "answered": trajectory.answer is not None,
+        "turns": len(trajectory.turns),
+        "calls": len(trajectory.results),
+        "tokens": usage.tokens,
+        "usd": usage.usd,
+        "abandoned_usd": trajectory.metadata.get("abandoned_usd", 0.0),
+        "wall_s": round(trajectory.wall_s, 4),
+    }

@@ -1,0 +1,170 @@
+"""`podium serve` in operation: the bounded queue (429 / 503 with Retry-After), cancellation when a client goes away,
+Prometheus metrics, API keys with daily USD limits, request logs, request body limits and non-finite numbers."""
+
+import datetime
+import json
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from podium.core.trajectory import read_trajectories
+from podium.serve.accounts import ApiKey
+from tests.serve_fixtures import ask, client, served, system
+
+
+def metric(url: str, name: str, **labels: str) -> float:
+    """A sample's value from the server's /metrics (0 when absent)."""
+    text = httpx.get(url.removesuffix("/v1") + "/metrics", headers={"authorization": "Bearer alice-key"}).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0
+
+
+def until(condition, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait for ``condition`` (bounded)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.02)
+
+
+def test_requests_wait_in_a_bounded_queue_and_a_full_queue_gets_429_with_retry_after() -> None:
+    with served(system(delay=0.4), max_concurrent=1, max_queued=1, heartbeat_s=0.1) as url:
+        api = client(url)
+        holding = iter(api.chat.completions.create(model="tiny-orchestrator", messages=ask(), stream=True))
+        assert next(holding).model_extra["podium"]["event"] == "started"  # admitted: it holds the only slot
+        queued: list[str | None] = []
+        waiting = threading.Thread(
+            target=lambda: queued.append(
+                api.chat.completions.create(model="tiny-orchestrator", messages=ask()).choices[0].message.content
+            )
+        )
+        waiting.start()
+        until(lambda: metric(url, "podium_queue_depth") == 1)
+        with pytest.raises(openai.RateLimitError) as refused:
+            api.chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert refused.value.body["code"] == "queue_full" and int(refused.value.response.headers["retry-after"]) >= 1
+        assert "".join(c.choices[0].delta.content or "" for c in holding if c.choices) == "42"
+        waiting.join(timeout=30)
+        assert queued == ["42"]  # it waited for the slot instead of being refused
+        assert metric(url, "podium_requests_total", outcome="queue_full") == 1
+
+
+def test_a_request_that_waits_past_the_queue_limit_gets_503_with_retry_after() -> None:
+    with served(system(delay=0.5), max_concurrent=1, queue_timeout_s=0.2, heartbeat_s=0.1) as url:
+        api = client(url)
+        holding = iter(api.chat.completions.create(model="tiny-orchestrator", messages=ask(), stream=True))
+        next(holding)
+        with pytest.raises(openai.InternalServerError) as timed_out:
+            api.chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert timed_out.value.status_code == 503 and timed_out.value.body["code"] == "queue_timeout"
+        assert timed_out.value.response.headers["retry-after"]
+        list(holding)
+
+
+def test_a_client_that_goes_away_cancels_its_episode_and_frees_the_slot(tmp_path) -> None:
+    trace = tmp_path / "t.jsonl"
+    with served(system(delay=1.0), max_concurrent=1, trace=str(trace), heartbeat_s=0.1) as url:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/chat/completions", json={"model": "tiny-orchestrator", "messages": ask()}, timeout=0.3)
+        until(lambda: trace.exists() and len(trace.read_text().splitlines()) == 1)
+        with httpx.stream(
+            "POST", f"{url}/chat/completions", json={"model": "tiny-orchestrator", "messages": ask(), "stream": True}
+        ) as response:
+            next(response.iter_lines())  # started; then the client leaves
+        until(lambda: len(trace.read_text().splitlines()) == 2)
+        reply = client(url).chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert reply.choices[0].message.content == "42"  # the slot was freed
+        assert metric(url, "podium_requests_total", outcome="cancelled") == 2
+    stopped = [trajectory.stop_reason for trajectory in read_trajectories(trace)]
+    assert stopped == ["cancelled", "cancelled", "answer"]
+
+
+def test_metrics_count_requests_latency_usd_and_calls_per_worker() -> None:
+    with served(system()) as url:
+        client(url).chat.completions.create(model="tiny-orchestrator", messages=ask())
+        with pytest.raises(openai.NotFoundError):
+            client(url).chat.completions.create(model="nope", messages=ask())
+        text = httpx.get(url.removesuffix("/v1") + "/metrics").text
+        assert metric(url, "podium_requests_total", model="tiny-orchestrator", outcome="stop") == 1
+        assert metric(url, "podium_requests_total", model="nope", outcome="model_not_found") == 1
+        assert metric(url, "podium_request_seconds_count", model="tiny-orchestrator") == 1
+        assert metric(url, "podium_calls_total", tool="helper", worker="helper-model", status="OK") == 1
+        assert metric(url, "podium_episode_usd_total", model="tiny-orchestrator") > 0
+        assert metric(url, "podium_episodes_total", stop_reason="answer") == 1
+    assert "# TYPE podium_call_seconds histogram" in text and "podium_queue_depth 0.0" in text
+
+
+def test_api_keys_have_daily_usd_limits_that_survive_a_restart(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ALICE_KEY", "alice-key")
+    monkeypatch.setenv("BOB_KEY", "bob-key")
+    spend = tmp_path / "spend.jsonl"
+    keys = [ApiKey(name="alice", key_env="ALICE_KEY", max_usd_per_day=1.0), ApiKey(name="bob", key_env="BOB_KEY")]
+    with served(system(), keys=keys, spend_file=str(spend)) as url:
+        reply = client(url, api_key="alice-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+        with pytest.raises(openai.AuthenticationError):
+            client(url, api_key="carol-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert metric(url, "podium_episode_usd_total", key="alice") == pytest.approx(reply.usage.model_extra["cost"])
+    [row] = [json.loads(line) for line in spend.read_text().splitlines()]
+    assert row["key"] == "alice" and row["usd"] == pytest.approx(reply.model_extra["podium"]["usd"])
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    with spend.open("a") as handle:
+        handle.write(json.dumps({"day": today, "key": "alice", "usd": 1.0 - row["usd"] - 1e-6}) + "\n")
+    with served(system(), keys=keys, spend_file=str(spend)) as url:  # a restart reads today's spend back
+        with pytest.raises(openai.RateLimitError) as nearly_spent:
+            client(url, api_key="alice-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert nearly_spent.value.body["code"] == "insufficient_quota"
+        bob = client(url, api_key="bob-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+        assert bob.choices[0].message.content == "42"  # another key is not limited by alice's spend
+    with spend.open("a") as handle:
+        handle.write(json.dumps({"day": today, "key": "alice", "usd": 1e-6}) + "\n")
+    with (
+        served(system(), keys=keys, spend_file=str(spend)) as url,
+        pytest.raises(openai.RateLimitError, match="has spent its"),
+    ):
+        client(url, api_key="alice-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+
+
+def test_request_logs_are_json_lines_per_response_and_episode(tmp_path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with served(system(), request_log=str(log)) as url:
+        reply = client(url).chat.completions.create(model="tiny-orchestrator", messages=ask(), user="u-1")
+        with pytest.raises(openai.BadRequestError):
+            client(url).chat.completions.create(model="tiny-orchestrator", messages=ask(), temperature=5)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    [episode] = [r for r in records if r["event"] == "episode"]
+    assert episode["request_id"] == reply.id and episode["stop_reason"] == "answer" and episode["calls"] == 1
+    assert episode["usd"] == pytest.approx(reply.usage.model_extra["cost"])
+    outcomes = [(r["model"], r["outcome"]) for r in records if r["event"] == "request"]
+    assert outcomes == [("tiny-orchestrator", "stop"), (None, "invalid_request_error")]
+
+
+def test_request_bodies_are_capped_and_non_finite_numbers_refused() -> None:
+    with served(system(), max_request_bytes=2000) as url:
+        big = {"model": "tiny-orchestrator", "messages": ask("x" * 3000)}
+        assert httpx.post(f"{url}/chat/completions", json=big).status_code == 413
+        chunked = httpx.post(f"{url}/chat/completions", content=iter([json.dumps(big).encode()]))
+        assert chunked.status_code == 413 and chunked.json()["error"]["code"] == "request_too_large"
+        for raw, param in (
+            ('"podium": {"max_usd": NaN}', "podium.max_usd"),
+            ('"podium": {"max_seconds": -Infinity}', "podium.max_seconds"),
+            ('"temperature": 1e309', "temperature"),
+        ):
+            body = f'{{"model": "tiny-orchestrator", "messages": [{{"role": "user", "content": "q"}}], {raw}}}'
+            reply = httpx.post(f"{url}/chat/completions", content=body.encode())
+            assert reply.status_code == 400 and reply.json()["error"]["param"] == param, reply.text
+        streamed = httpx.post(
+            f"{url}/chat/completions", json={"model": "tiny-orchestrator", "messages": ask(), "stream": True}
+        )
+
+    def refuse(constant: str) -> float:
+        raise AssertionError(f"non-JSON number {constant} in the stream")
+
+    lines = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
+    assert lines and all(json.loads(line, parse_constant=refuse) for line in lines)
