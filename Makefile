@@ -55,20 +55,35 @@ bench: setup
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_tau2_crosscheck.py
 
-# The core claim (issue 18): train the 135M orchestrator on replayed GSM8K outcomes of Mixtral and GPT-4, then
-# evaluate it against learned routers on the test split. CLAIM_LIMIT bounds the test questions the orchestrators
-# play (each is a CPU episode); routers are scored on the same questions.
-CLAIM_DIR ?= experiments/claim
-CLAIM_LIMIT ?= 60
-claim: setup
-	$(BIN)/python $(CLAIM_DIR)/train.py --out $(CLAIM_DIR)/adapter
-	$(BIN)/python $(CLAIM_DIR)/curves.py $(CLAIM_DIR)/adapter/curves.jsonl --out $(CLAIM_DIR)/adapter/curves.svg
-	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages base,sft,grpo --limit $(CLAIM_LIMIT) --out $(CLAIM_DIR)/results
-	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages grpo --limit $(CLAIM_LIMIT) --prices $(CLAIM_DIR)/prices-strong-4x-cheaper.yaml --out $(CLAIM_DIR)/results/unseen-prices
+# The core claim: train the 135M orchestrator on replayed GSM8K outcomes of Mixtral and GPT-4 through Podium's own
+# path (routing tasks → data collect → train sft → train grpo → eval → routing compare), then evaluate it against
+# learned routers on the test split and under unseen prices. CLAIM_LIMIT bounds the test questions (default: all
+# 270); CLAIM_PRICES=FILE evaluates under another price sheet. Runs resume; outputs go to runs/claim.
+CLAIM := experiments/claim
+CLAIM_RUNS ?= runs/claim
+CLAIM_LIMIT ?=
+CLAIM_PRICES ?=
+CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
+CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 --quiet \
+	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
+claim: $(VENV)/.installed
+	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(BIN)/podium data collect --config $(CLAIM)/collect.yaml --teacher $(CLAIM)/teacher.yaml --quiet
+	$(BIN)/podium train sft --config $(CLAIM)/sft.yaml
+	$(BIN)/podium train grpo --config $(CLAIM)/grpo.yaml
+	$(MAKE) claim-eval CLAIM_OUT=$(CLAIM)/results
+	for sheet in $(CLAIM)/prices/sweep-*.yaml; do \
+	  $(MAKE) claim-eval CLAIM_PRICES=$$sheet CLAIM_OUT=$(CLAIM)/results/$$(basename $$sheet .yaml) || exit 1; done
 
-# Only the committed adapters and the routers; the last line printed is one JSON object.
-claim-eval: setup
-	$(BIN)/python $(CLAIM_DIR)/evaluate.py --adapters $(CLAIM_DIR)/adapter --stages sft,grpo --limit $(CLAIM_LIMIT)
+# The committed adapters and every router on the test split; the last line printed is one JSON object.
+claim-eval: $(VENV)/.installed
+	$(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+	$(CLAIM_EVAL) --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
+	$(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
+	$(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
+	  --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
+	  --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl

@@ -8,6 +8,7 @@ import pytest
 from podium.backends.scripted import ScriptedBackend
 from podium.benchmarks.items import BenchmarkItem
 from podium.core.calls import Status
+from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, Outcome, RoutingItem, split_of
 from podium.evaluate.routing.metrics import Point, apgr, cpt, curve, pgr
 from podium.evaluate.routing.routers import (
@@ -73,9 +74,16 @@ def test_knn_and_logreg_routers_learn_from_their_train_rows() -> None:
     gains = np.array([1.0, 1.0, 0.0, -1.0])
     queries = np.array([[1.0, 0.0], [0.0, 1.0]])
     assert knn_scores(train, gains, queries, k=2) == pytest.approx([1.0, -0.5])
-    weights = fit_logreg(train, np.array([1.0, 1.0, 0.0, 0.0]), l2=0.0, steps=2000, lr=1.0)
+    weights = fit_logreg(train, np.array([1.0, 1.0, 0.0, 0.0]), l2=0.01)
     low, high = logreg_scores(weights, queries[::-1])
     assert high > 0.8 > 0.2 > low
+    # the fit is the optimum: the penalised log-likelihood's gradient vanishes there
+    rng = np.random.default_rng(0)
+    features, labels = rng.normal(size=(200, 3)), (rng.random(200) < 0.3).astype(float)
+    fitted = fit_logreg(features, labels, l2=0.5)
+    x = np.hstack([features, np.ones((200, 1))])
+    probability = 1 / (1 + np.exp(-(x @ fitted)))
+    assert np.abs(x.T @ (probability - labels) + 0.5 * np.r_[fitted[:-1], 0.0]).max() < 1e-6
 
 
 def test_splits_are_fixed_by_the_question_text() -> None:
@@ -89,20 +97,24 @@ VIEW = PoolView(tools=[], table="| a | model | cheap | $1/$1 per 1M in/out token
 
 def test_route_policy_parses_one_word_and_its_grammar_offers_only_legal_words() -> None:
     policy = RoutePolicy()
-    assert policy.grammar(VIEW).regex == "(?:a|b)"
+    assert policy.choices(VIEW) == ["a", "b"] and policy.grammar(VIEW).regex == "(?:a|b)"
     action = policy.parse(" a\n", VIEW, [])
     assert isinstance(action, Calls) and action.calls[0].arguments == {"model": "a"}
-    assert policy.grammar(VIEW, [action]).regex == "(?:a|b|accept)"
+    assert policy.choices(VIEW, [action]) == ["b", "accept"]  # a worker asked once is not offered again
+    assert policy.grammar(VIEW, [action]).regex == "(?:b|accept)"
     assert isinstance(policy.parse("accept", VIEW, [action]), Answer)
     with pytest.raises(ActionParseError, match="one of: a, b"):
         policy.parse("accept", VIEW, [])
+    with pytest.raises(ActionParseError, match="one of: b, accept"):
+        policy.parse("a", VIEW, [action])
     assert "- a: cheap, $1/$1 per 1M in/out tokens" in policy.system_prompt(VIEW)
 
 
-def test_route_episode_escalates_and_accepts_the_last_answer(tmp_path) -> None:
+def cat_pool(tmp_path, tools=()) -> object:
     recording = tmp_path / "r.csv"
     recording.write_text(
-        'prompt,w,w_response,s,s_response\n"How many legs has a cat?",False,"#### 3",True,"It has 4 legs."\n'
+        'prompt,w,w_response,s,s_response\n"How many legs has a cat?",False,"It has 1 + 2 = 4 legs.\n#### 4",True,'
+        '"It has 4 legs."\n'
     )
     workers = [
         WorkerConfig(
@@ -114,23 +126,46 @@ def test_route_episode_escalates_and_accepts_the_last_answer(tmp_path) -> None:
         )
         for name in ("w", "s")
     ]
-    pool = build_pool(PoolConfig(workers=workers, tools=[], roles=["standard_reasoner"], workers_as_tools=False))
+    config = PoolConfig(workers=workers, tools=list(tools), roles=["standard_reasoner"], workers_as_tools=False)
+    return build_pool(config)
+
+
+def test_route_episode_escalates_and_accepts_the_whole_last_reply(tmp_path) -> None:
+    pool = cat_pool(tmp_path)
     scripted = ScriptedBackend(["w", "s", "accept"])
-    run = Executor(pool, RunConfig(policy="route"), orchestrator=scripted, policy=RoutePolicy(answer_kind="math"))
-    trajectory = asyncio.run(run.run("How many legs has a cat?"))
-    assert trajectory.answer == "4"
+    trajectory = asyncio.run(
+        Executor(pool, RunConfig(policy="route"), orchestrator=scripted).run("How many legs has a cat?")
+    )
+    assert trajectory.answer == "It has 4 legs."  # the caller extracts what its verifier needs
     assert [r.status for r in trajectory.results] == [Status.OK, Status.OK]
-    assert "w (OK): …#### 3" in trajectory.messages[3].content
+    assert trajectory.messages[3].content == "w replied:\nIt has 1 + 2 = 4 legs.\n#### 4"  # the whole reply
+    assert [turn.choices for turn in trajectory.turns] == [["w", "s"], ["s", "accept"], ["accept"]]
     unknown = asyncio.run(
-        Executor(
-            pool, RunConfig(policy="route"), orchestrator=ScriptedBackend(["w", "accept"]), policy=RoutePolicy()
-        ).run("Other?")
+        Executor(pool, RunConfig(policy="route"), orchestrator=ScriptedBackend(["w", "accept"])).run("Other?")
     )
     assert unknown.results[0].status is Status.EXEC_ERR and unknown.answer == ""
+    assert "w failed (EXEC_ERR)" in unknown.messages[3].content
+
+
+def test_route_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(tmp_path) -> None:
+    pool = cat_pool(tmp_path, tools=["check_arithmetic"])
+    run = RunConfig(policy="route", verify="check_arithmetic", reply_chars=0)
+    trajectory = asyncio.run(
+        Executor(pool, run, orchestrator=ScriptedBackend(["w", "accept"])).run("How many legs has a cat?")
+    )
+    assert [result.call.name for result in trajectory.results] == ["standard_reasoner", "check_arithmetic"]
+    observation = trajectory.messages[3].content
+    assert observation.startswith("w replied (10 words).\ncheck_arithmetic: 1 of 1 calculations wrong: 1 + 2 = 4")
+    assert "1 + 2 = 4 legs" not in observation.split("\n")[0]
+    with pytest.raises(ConfigError, match="verify"):
+        Executor(pool, RunConfig(policy="route", verify="python"))
+    with pytest.raises(ValueError, match="needs a verify tool"):
+        RunConfig(policy="route", reply_chars=0)
 
 
 def test_cascade_features_read_the_weak_reply() -> None:
-    from podium.evaluate.routing.routers import arithmetic, reply_features
+    from podium.evaluate.routing.routers import reply_features
+    from podium.pool.builtin.arithmetic import evaluate as arithmetic
 
     assert arithmetic("9*2") == 18 and arithmetic("1,000 - 4/2") == 998
     with pytest.raises(ValueError):

@@ -54,6 +54,9 @@ class Generation(Record):
     """Set when the backend reported more tokens than the request allowed: what it said and what was charged."""
     price: str | None = None
     """The token price it was charged at and where that price came from."""
+    choice_probs: dict[str, float] | None = None
+    """For a reply constrained to a finite set of choices, by a backend that can tell: each choice's probability
+    under the model (temperature 1)."""
 
     @property
     def usage(self) -> CallUsage:
@@ -92,6 +95,9 @@ class GenerationRequest:
     """Constrain the reply to JSON matching this schema (where the backend can; otherwise it is a hint)."""
     regex: str | None = None
     """Constrain the reply to this regular expression (only for a backend whose ``supports_regex`` is true)."""
+    choices: tuple[str, ...] = ()
+    """Constrain the reply to exactly one of these strings (only for a backend whose ``supports_choices`` is
+    true): a policy whose next action is one of a few words."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,8 @@ class Completion:
     """The model the server says answered, when it says."""
     latency_s: float | None = None
     """Latency the backend reports instead of the measured wall time (a replayed model's modelled latency)."""
+    choice_probs: dict[str, float] | None = None
+    """With ``choices`` in the request: each choice's probability under the model, where the backend knows it."""
 
 
 class ChatBackend(ABC):
@@ -114,6 +122,8 @@ class ChatBackend(ABC):
     supports_regex: bool = False
     """Whether the backend can constrain a reply to a regular expression (grammar-constrained actions); a
     declared capability, set by the class or, where it depends on the server, by the instance."""
+    supports_choices: bool = False
+    """Whether the backend can pick a reply among given strings (and tell their probabilities)."""
 
     def __init__(self, model: str, price: ModelPrice | None = None) -> None:
         self.model = model
@@ -132,16 +142,20 @@ class ChatBackend(ABC):
         regex: str | None = None,
         top_p: float = 1.0,
         seed: int | None = None,
+        choices: Sequence[str] = (),
     ) -> Generation:
         """Complete the conversation; with ``json_schema`` the reply is JSON matching it (constrained decoding
-        where the backend supports it), with ``regex`` it matches the expression; ``top_p`` and ``seed`` shape
-        sampling (``temperature`` above 0). Raises :class:`BackendError` on failure."""
+        where the backend supports it), with ``regex`` it matches the expression, with ``choices`` it is one of
+        them; ``top_p`` and ``seed`` shape sampling (``temperature`` above 0). Raises :class:`BackendError` on
+        failure."""
         if regex is not None and not self.supports_regex:
             raise BackendError(f"backend '{self.model}' cannot constrain replies to a regular expression")
-        if regex is not None and json_schema is not None:
-            raise BackendError("give json_schema or regex, not both")
+        if choices and not self.supports_choices:
+            raise BackendError(f"backend '{self.model}' cannot constrain replies to a set of choices")
+        if sum(constraint is not None for constraint in (json_schema, regex, choices or None)) > 1:
+            raise BackendError("give one of json_schema, regex or choices")
         request = GenerationRequest(
-            list(messages), max_tokens, temperature, tuple(stop or ()), top_p, seed, json_schema, regex
+            list(messages), max_tokens, temperature, tuple(stop or ()), top_p, seed, json_schema, regex, tuple(choices)
         )
         started = time.perf_counter()
         try:
@@ -152,7 +166,7 @@ class ChatBackend(ABC):
             raise BackendError(f"{self.model}: no reply in time ({error})", Status.TIMEOUT) from error
         except Exception as error:  # a backend's own failure is the caller's EXEC_ERR, not a crash
             raise BackendError(f"{self.model}: backend failed: {type(error).__name__}: {error}") from error
-        return self._generation(request, self._checked(completion), time.perf_counter() - started)
+        return self._generation(request, self._checked(completion, request), time.perf_counter() - started)
 
     def prompt_token_bound(self, messages: Sequence[Message]) -> int:
         """The most prompt tokens ``messages`` can take on this model: the proven UTF-8 bound, unless a backend
@@ -163,9 +177,12 @@ class ChatBackend(ABC):
         """The most one generation on ``messages`` can cost at this backend's price: what budgets reserve."""
         return generation_bound(self.price, messages, max_tokens, self.prompt_token_bound(messages))
 
-    def _checked(self, completion: Any) -> Completion:
-        """``completion`` if its fields have the right types and ranges; else the reason, as EXEC_ERR."""
+    def _checked(self, completion: Any, request: GenerationRequest) -> Completion:
+        """``completion`` if its fields have the right types and ranges (and it is one of the request's choices);
+        else the reason, as EXEC_ERR."""
         problem = _completion_problem(completion)
+        if problem is None and request.choices and completion.text not in request.choices:
+            problem = f"the reply {completion.text[:80]!r} is none of the choices {list(request.choices)}"
         if problem is not None:
             raise BackendError(f"{self.model}: malformed reply: {problem}")
         return completion  # type: ignore[no-any-return]
@@ -191,6 +208,7 @@ class ChatBackend(ABC):
             finish_reason=completion.finish_reason,
             clipped=clipped,
             price=self.price.describe(),
+            choice_probs=completion.choice_probs,
         )
 
     @abstractmethod
@@ -210,6 +228,7 @@ class RepricedBackend(ChatBackend):
         super().__init__(base.model, price)
         self.inner = base
         self.supports_regex = base.supports_regex
+        self.supports_choices = base.supports_choices
 
     async def _complete(self, request: GenerationRequest) -> Completion:
         return await self.inner._complete(request)
@@ -235,4 +254,7 @@ def _completion_problem(completion: Any) -> str | None:
     latency = completion.latency_s
     if latency is not None and (isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0):
         return f"latency_s is {latency!r}, not a non-negative number"
+    probs = completion.choice_probs
+    if probs is not None and not all(isinstance(p, float) and 0.0 <= p <= 1.0 for p in probs.values()):
+        return "choice_probs holds a value that is not a probability"
     return None

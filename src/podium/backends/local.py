@@ -2,7 +2,10 @@
 grammar-constrained decoding (regular expressions and JSON schemas) through llguidance."""
 
 import asyncio
+import copy
+import random
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -10,6 +13,7 @@ from typing import Any, Literal
 from pydantic import PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
+from podium.backends.choices import decode_choice
 from podium.backends.constraint import GrammarProcessor, TokenCounter, grammar_tokenizer, schema_regex
 from podium.backends.embedded import EMBEDDED_MODEL, embedded_model_dir
 from podium.concurrency import LoopSemaphore
@@ -48,6 +52,7 @@ class LocalBackend(ChatBackend):
     """Generates with a local transformers model; one generation at a time per model."""
 
     supports_regex = True
+    supports_choices = True
 
     def __init__(self, config: LocalBackendConfig | None = None, price: ModelPrice | None = None) -> None:
         self.config = config or LocalBackendConfig()
@@ -57,6 +62,7 @@ class LocalBackend(ChatBackend):
         self._loaded: tuple[Any, Any, Any] | None = None
         self._grammar_tokenizer: Any = None
         self._requests = 0
+        self._prompts = PromptCache()
 
     @classmethod
     def from_loaded(
@@ -120,12 +126,12 @@ class LocalBackend(ChatBackend):
         async with self._one_at_a_time:
             self._requests += 1
             seed = self.config.seed + self._requests if request.seed is None else request.seed
-            return await asyncio.to_thread(self._generate, request, seed)
+            work = self._choose if request.choices else self._generate
+            return await asyncio.to_thread(work, request, seed)
 
-    def _generate(self, request: GenerationRequest, seed: int) -> Completion:
-        torch, model, tokenizer = self.load()
-        max_tokens, stop = request.max_tokens, list(request.stop)
-        transformers = require_extra("local", "transformers")
+    def _prompt(self, request: GenerationRequest) -> tuple[Any, int]:
+        """The request's chat-templated prompt (tensors) and its length, refused past ``max_prompt_tokens``."""
+        tokenizer = self.load()[2]
         inputs = tokenizer.apply_chat_template(
             _chat(request.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
@@ -133,6 +139,37 @@ class LocalBackend(ChatBackend):
         if prompt_tokens > self.config.max_prompt_tokens:
             limit = self.config.max_prompt_tokens
             raise BackendError(f"prompt of {prompt_tokens} tokens exceeds max_prompt_tokens={limit}")
+        return inputs, prompt_tokens
+
+    def _choose(self, request: GenerationRequest, seed: int) -> Completion:
+        """One of ``request.choices``, decoded as grammar-constrained decoding would decode it (see
+        :mod:`podium.backends.choices`), with every choice's probability. A single choice is forced: no model
+        call."""
+        torch, model, tokenizer = self.load()
+        inputs, prompt_tokens = self._prompt(request)
+        if len(request.choices) == 1:
+            return Completion(request.choices[0], prompt_tokens, 0, "stop", choice_probs={request.choices[0]: 1.0})
+        end = [int(tokenizer.eos_token_id)]
+        sequences = [list(tokenizer(choice, add_special_tokens=False)["input_ids"]) + end for choice in request.choices]
+        prompt = [int(token) for token in inputs["input_ids"][0]]
+
+        def next_logits(prefix: Sequence[int]) -> Any:
+            if not prefix:
+                return self._prompts.last_logits(torch, model, prompt)
+            ids = torch.tensor([[*prompt, *prefix]], device=model.device)
+            with torch.inference_mode():
+                return model(input_ids=ids).logits[0, -1].float()
+
+        decoded = decode_choice(sequences, next_logits, temperature=request.temperature, rng=random.Random(seed))
+        text = request.choices[decoded.index]
+        probs = dict(zip(request.choices, decoded.probabilities, strict=True))
+        return Completion(text, prompt_tokens, len(sequences[decoded.index]), "stop", choice_probs=probs)
+
+    def _generate(self, request: GenerationRequest, seed: int) -> Completion:
+        torch, model, tokenizer = self.load()
+        max_tokens, stop = request.max_tokens, list(request.stop)
+        transformers = require_extra("local", "transformers")
+        inputs, prompt_tokens = self._prompt(request)
         options: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tokenizer.eos_token_id}
         if request.temperature > 0:
             torch.manual_seed(seed)
@@ -167,6 +204,33 @@ class LocalBackend(ChatBackend):
         if self._grammar_tokenizer is None:  # generations run one at a time: no race
             self._grammar_tokenizer = grammar_tokenizer(tokenizer)
         return GrammarProcessor(self._grammar_tokenizer, regex)
+
+
+class PromptCache:
+    """The key/value caches and last logits of recent prompts (least recently used dropped first). A prompt that
+    extends a cached one, as the next turn of an episode extends the last, runs only its new tokens; a prompt
+    asked again (every path of an explored episode starts alike) runs none."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self.entries: OrderedDict[tuple[int, ...], tuple[Any, Any]] = OrderedDict()
+
+    def last_logits(self, torch: Any, model: Any, prompt: Sequence[int]) -> Any:
+        """The next-token logits after ``prompt``."""
+        key = tuple(prompt)
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key][1]
+        base = max((k for k in self.entries if len(k) < len(key) and key[: len(k)] == k), key=len, default=())
+        past = copy.deepcopy(self.entries[base][0]) if base else None
+        with torch.inference_mode():
+            ids = torch.tensor([list(key[len(base) :])], device=model.device)
+            output = model(input_ids=ids, cache=past, use_cache=True)
+        logits = output.logits[0, -1].float()
+        self.entries[key] = (output.cache, logits)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+        return logits
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:

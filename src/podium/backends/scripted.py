@@ -14,7 +14,8 @@ class ScriptedBackend(ChatBackend):
 
     Token counts are whitespace-separated words, so accounting paths are exercised with plausible numbers.
     With ``supports_regex`` it accepts (and records in ``regexes``) the grammar a constrained run sends; the
-    replies are not checked against it.
+    replies are not checked against it. With ``supports_choices`` it accepts a set of choices (recorded in
+    ``choices``); a reply outside the set is a malformed reply, as from any backend.
     """
 
     def __init__(
@@ -25,10 +26,13 @@ class ScriptedBackend(ChatBackend):
         repeat_last: bool = False,
         price: ModelPrice | None = None,
         supports_regex: bool = False,
+        supports_choices: bool = False,
     ) -> None:
         super().__init__(model, price)
         self.supports_regex = supports_regex
+        self.supports_choices = supports_choices
         self.regexes: list[str | None] = []
+        self.choices: list[tuple[str, ...]] = []
         self.replies = list(replies)
         self.repeat_last = repeat_last
         self.requests: list[list[Message]] = []
@@ -37,6 +41,7 @@ class ScriptedBackend(ChatBackend):
         index = len(self.requests)
         self.requests.append(list(request.messages))
         self.regexes.append(request.regex)
+        self.choices.append(request.choices)
         if index >= len(self.replies):
             if not (self.repeat_last and self.replies):
                 raise BackendError(f"scripted backend '{self.model}' has no reply left for request {index + 1}")

@@ -7,21 +7,23 @@ Exit status: 0 done, 1 every sample failed or the run stopped at its USD cap wit
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from podium.benchmarks.loaders import get_benchmark
+from podium.benchmarks.loaders import Benchmark, get_benchmark
 from podium.config import read_structured_file
 from podium.core.preference import Preference
-from podium.errors import PodiumError
+from podium.costs.prices import PriceCatalog
+from podium.errors import ConfigError, PodiumError
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
-from podium.evaluate.system_config import load_system_config
+from podium.evaluate.system_config import SystemConfig, load_system_config
 from podium.graders.grader import Grader, GradingConfig
+from podium.graders.records import tasks_benchmark
 from podium.runtime.checks import NotRunnable
 from podium.sandbox import SandboxConfig
 
@@ -37,6 +39,17 @@ PreferencesOption = Annotated[
 ]
 
 
+BenchmarkOption = Annotated[
+    str | None, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")
+]
+TasksOption = Annotated[
+    Path | None,
+    typer.Option("--tasks", help="Or a tasks file (JSONL of question, gold, verifier, optional id and metadata)."),
+]
+EvalPricesOption = Annotated[
+    Path | None,
+    typer.Option("--prices", help="Price sheet merged over the system pool's prices (evaluate under unseen prices)."),
+]
 SystemOption = Annotated[
     Path,
     typer.Option(
@@ -67,9 +80,10 @@ RayOption = Annotated[
 
 
 def eval_command(
-    benchmark: Annotated[str, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")],
     system: SystemOption,
     out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
+    benchmark: BenchmarkOption = None,
+    tasks: TasksOption = None,
     samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples solved at once.")] = 4,
@@ -90,13 +104,16 @@ def eval_command(
     ray: RayOption = None,
     tau2_results: Tau2ResultsOption = None,
     preferences: PreferencesOption = None,
+    prices: EvalPricesOption = None,
 ) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
-        chosen, config = get_benchmark(benchmark), load_system_config(system)
+        chosen = _benchmark(benchmark, tasks)
+        config = load_system_config(system)
         chosen_preferences = _preferences(preferences)
         grader = _grader(config.grading, sandbox_config, data_dir)
-        with solving_system(config, ray, concurrency) as built:
+        sheet = PriceCatalog.from_file(prices) if prices is not None else None
+        with solving_system(config, ray, concurrency, sheet) as built:
             summary = asyncio.run(
                 run_eval(
                     chosen,
@@ -106,8 +123,7 @@ def eval_command(
                     limit=limit,
                     concurrency=concurrency,
                     max_usd=max_usd,
-                    # Without a grading section the dump is as before grading was configurable: old runs resume.
-                    system_config=config.model_dump(mode="json", exclude=None if config.grading else {"grading"}),
+                    system_config=_system_dump(config, sheet),
                     data_dir=data_dir,
                     source="hub" if hub else "local",
                     grader=grader,
@@ -121,6 +137,23 @@ def eval_command(
     except PodiumError as error:
         raise _fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
+
+
+def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
+    """The benchmark named, or the tasks file as one."""
+    if (name is None) == (tasks is None):
+        raise ConfigError("give --benchmark NAME or --tasks FILE (one of them)")
+    return get_benchmark(name) if name is not None else tasks_benchmark(tasks)  # type: ignore[arg-type]
+
+
+def _system_dump(config: SystemConfig, prices: PriceCatalog | None) -> dict[str, Any]:
+    """What the run manifest records of the system (a resume with other settings is refused). Without a grading
+    section the dump is as before grading was configurable, so old runs resume; ``--prices`` is part of it, so
+    a resume under another sheet never mixes two price sheets in one run."""
+    dump = config.model_dump(mode="json", exclude=None if config.grading else {"grading"})
+    if prices is not None:
+        dump["prices"] = prices.model_dump(mode="json")
+    return dump
 
 
 def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: bool) -> None:

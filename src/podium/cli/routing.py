@@ -7,16 +7,19 @@ from typing import Annotated, Literal
 import typer
 
 from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
-from podium.errors import ConfigError
+from podium.errors import ConfigError, PodiumError
 from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.record import record
 
-app = typer.Typer(help="Replayed models for routing: record a worker's answers on GSM8K.", no_args_is_help=True)
+app = typer.Typer(
+    help="Routing on recorded GSM8K outcomes: record a worker, write a split's tasks, compare systems with routers.",
+    no_args_is_help=True,
+)
 
 
 @app.callback()
 def routing() -> None:
-    """Replayed models for routing: record a worker's answers on GSM8K."""
+    """Routing on recorded GSM8K outcomes: record a worker, write a split's tasks, compare systems with routers."""
 
 
 @app.command("record")
@@ -30,13 +33,11 @@ def record_command(
     as_json: JsonOption = False,
 ) -> None:
     """Ask a worker the GSM8K questions of a split, grade its answers and write them for a replay worker."""
-    if split not in ("train", "validation", "test"):
-        raise fail(ConfigError(f"--split: '{split}' is not train, validation or test"))
+    chosen = _split(split)
     built = open_pool(pool)
     name = worker or built.config.workers[0].name
     if name not in built.backends:
         raise fail(ConfigError(f"--worker: no worker '{name}' (workers: {', '.join(built.backends)})"))
-    chosen: Literal["train", "validation", "test"] = split  # type: ignore[assignment]
     items = in_split(load_routing(), chosen)[:limit]
     backend = built.backends[name]
 
@@ -51,3 +52,83 @@ def record_command(
     typer.echo(
         json.dumps(summary) if as_json else f"{right}/{len(items)} right; replay column '{backend.model}' in {out}"
     )
+
+
+SplitOption = Annotated[str, typer.Option("--split", help="train, validation or test.")]
+
+
+def _split(split: str) -> Literal["train", "validation", "test"]:
+    if split not in ("train", "validation", "test"):
+        raise fail(ConfigError(f"--split: '{split}' is not train, validation or test"))
+    return split  # type: ignore[return-value]
+
+
+@app.command("tasks")
+def tasks_command(
+    out: Annotated[Path, typer.Option("--out", help="Tasks JSONL to write (what podium eval, data and train read).")],
+    split: SplitOption = "train",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+) -> None:
+    """Write the GSM8K questions of a routing split as a tasks file (id, question, gold, verifier)."""
+    items = in_split(load_routing(), _split(split))[:limit]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": i.item.id, "question": i.question, "gold": str(i.item.gold), "verifier": "math"} for i in items]
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    typer.echo(f"{len(rows)} {split} tasks in {out}")
+
+
+@app.command("compare")
+def compare_command(
+    orchestrator: Annotated[
+        list[str] | None,
+        typer.Option("--orchestrator", help="NAME=RUN_DIR: a `podium eval` run of a route-policy orchestrator."),
+    ] = None,
+    split: SplitOption = "test",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="Price sheet merged over Podium's (as the runs were priced).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write results.json and routing.html here.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Routers and evaluated orchestrators on one split: APGR, CPT, accuracy, USD and strong-call share."""
+    from podium.costs.prices import PriceCatalog
+    from podium.evaluate.report import write_routing_report
+    from podium.evaluate.routing.compare import METRICS, compare
+    from podium.evaluate.routing.orchestrators import read_orchestrator
+    from podium.evaluate.routing.routers import router_curves
+    from podium.retrieval.embedding import Embedder
+
+    try:
+        sheet = PriceCatalog.from_file(prices) if prices is not None else None
+        items = load_routing(prices=sheet)
+        train, test = in_split(items, "train"), in_split(items, _split(split))[:limit]
+        runs = []
+        for entry in orchestrator or []:
+            name, _, run_dir = entry.partition("=")
+            if not run_dir:
+                raise ConfigError(f"--orchestrator: '{entry}' is not NAME=RUN_DIR")
+            runs.append(read_orchestrator(name, run_dir, test))
+        scored = set.intersection(*({e.item.item.id for e in run.episodes} for run in runs)) if runs else None
+        test = [item for item in test if scored is None or item.item.id in scored]
+        runs = [type(run)(run.name, [e for e in run.episodes if e.item in test]) for run in runs]
+        errors.print(f"embedding {len(train) + len(test)} questions with MiniLM for the knn and logreg routers…")
+        embedder = Embedder()
+        vectors = embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
+        comparison = compare(router_curves(train, test, *vectors), runs, test)
+    except (PodiumError, ValueError) as error:
+        raise fail(error) from error
+    result = comparison.result()
+    if out is not None:
+        write_routing_report(out, comparison.curves, comparison.table)
+        (out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    if not as_json:
+        for name in comparison.curves:
+            values = {metric: comparison.table[metric][name] for metric in METRICS}
+            cells = "  ".join(
+                f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
+            )
+            errors.print(f"{name:18} {cells}", highlight=False, markup=False)
+        for note in comparison.notes:
+            errors.print(f"note: {note}", highlight=False, markup=False)
+    typer.echo(json.dumps(result))

@@ -39,6 +39,11 @@ class Turn(Record):
     """Why the output could not be turned into actions, if it could not."""
     wall_s: NonNegativeFloat = 0.0
     """Wall-clock seconds of the whole turn (generation plus concurrent calls)."""
+    choices: list[str] | None = None
+    """When the policy's next action was one of a finite set of words: that set (training puts the loss on the
+    tokens where they branch)."""
+    choice_probs: dict[str, float] | None = None
+    """Each of ``choices``' probability under the orchestrator, when its backend told (a local model does)."""
 
 
 class Trajectory(Record):

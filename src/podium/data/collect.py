@@ -10,8 +10,9 @@ for ``podium data classify-failures``), ``funnel.json``; the work log ``work/att
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
 from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
@@ -25,6 +26,7 @@ from podium.data.store import DataError, WorkLog, write_jsonl
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
 from podium.graders.grader import Grader
 from podium.graders.records import DataRow, FilterDecision, Funnel
+from podium.runtime.explore import MAX_PATHS
 
 STAGE = "collect"
 
@@ -36,18 +38,29 @@ class CollectConfig(ItemSource, StageSettings):
     """The teacher orchestrator (any pool member or endpoint as orchestrator, under any policy)."""
     from_eval: list[str] = Field(default_factory=list)
     """``podium eval`` run directories or results files to select from instead of running the teacher."""
-    samples: PositiveInt = 8
-    """Attempts per question (ParaManager: 8)."""
+    samples: PositiveInt | Literal["all"] = 8
+    """Attempts per question (ParaManager: 8); ``all``: every path of the teacher's action tree once, for a policy
+    whose every action is one of a few words (``route``) over workers that answer deterministically (replays):
+    with ``prefer_cheap``, an oracle teacher that labels each question with its cheapest correct path."""
     temperature: NonNegativeFloat = 1.0
-    """Sampling temperature of the teacher (above 0, or the attempts are alike)."""
+    """Sampling temperature of the teacher (above 0, or the attempts are alike); not used with ``samples: all``."""
     per_question: PositiveInt = 1
     """Correct trajectories kept per question (ParaManager: at most one)."""
     prefer_recovered: bool = True
     """Prefer trajectories that recovered from a PARSE_ERR, EXEC_ERR or TIMEOUT."""
+    prefer_cheap: bool = False
+    """Then prefer the trajectory that spent least turn by turn (compared at its first turn, then the next…): it
+    tries the cheap worker before the dear one and escalates only when that fails."""
     max_tool_share: PositiveFloat = Field(0.5, le=1.0)
     """No tool may take more than this share of all calls in the kept set (1 disables the cap)."""
     constraints: str | None = None
     """Constraints file from ``podium data classify-failures``, added to the teacher's system prompt."""
+
+    @model_validator(mode="after")
+    def _sampling_used(self) -> "CollectConfig":
+        if self.samples == "all" and "temperature" in self.model_fields_set:
+            raise ValueError("temperature: not used with samples: all (every path is played once, nothing sampled)")
+        return self
 
 
 class ItemAttempts(Record):
@@ -60,13 +73,22 @@ class ItemAttempts(Record):
 
 
 async def collect_item(solver: Solver, grader: Grader, entry: SourcedItem, config: CollectConfig) -> ItemAttempts:
-    """One question: ``samples`` teacher attempts, each graded (the unit a distributed run would ship)."""
+    """One question: ``samples`` teacher attempts (or every path), each graded (the unit a distributed run would
+    ship)."""
+    if config.samples == "all":
+        seed = sample_seed(config.seed, entry.item.id, 0)
+        attempts = [(seed, trajectory) for trajectory in await solver.explore(entry, seed=seed)]
+        temperature = 0.0
+    else:
+        temperature = config.temperature
+        attempts = []
+        for sample in range(config.samples):
+            seed = sample_seed(config.seed, entry.item.id, sample)
+            attempts.append((seed, await solver.attempt(entry, temperature=temperature, seed=seed)))
     rows = []
-    for sample in range(config.samples):
-        seed = sample_seed(config.seed, entry.item.id, sample)
-        trajectory = await solver.attempt(entry, temperature=config.temperature, seed=seed)
+    for sample, (seed, trajectory) in enumerate(attempts):
         verdict = await grade(grader, entry, trajectory)
-        provenance = solver.provenance(STAGE, entry, temperature=config.temperature, seed=seed)
+        provenance = solver.provenance(STAGE, entry, temperature=temperature, seed=seed)
         rows.append(data_row(f"{STAGE}:{entry.item.id}:{sample}", entry, sample, trajectory, verdict, provenance))
     return ItemAttempts(item_id=entry.item.id, rows=rows)
 
@@ -97,7 +119,7 @@ def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) ->
     candidates: dict[str, list[DataRow]] = defaultdict(list)
     for row in correct:
         candidates[row.item_id].append(_decide(row, "verifier", True))
-    chosen, spare = per_question(candidates, config.per_question, config.prefer_recovered)
+    chosen, spare = per_question(candidates, config.per_question, config.prefer_recovered, config.prefer_cheap)
     funnel.count(
         f"at most {config.per_question} per question",
         "trajectories",
@@ -145,7 +167,7 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
             lambda entry: collect_item(solver, grader, entry, config),
             log,
             cost=lambda unit: sum(row.trajectory.usage.usd for row in unit.rows),
-            bound=(config.teacher.max_usd or 0.0) * config.samples,
+            bound=(config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples),
         )
         funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(done)})
         rows = [row for unit in done for row in unit.rows]

@@ -9,20 +9,34 @@ from podium.data.traces import recovered_from, tool_counts
 from podium.graders.records import DataRow
 
 
-def preference_order(rows: list[DataRow], prefer_recovered: bool) -> list[DataRow]:
-    """A question's correct trajectories, best first: those that recovered from a failure (when preferred),
-    then by sample index."""
-    return sorted(rows, key=lambda row: (prefer_recovered and not recovered_from(row.trajectory), row.sample))
+def turn_costs(row: DataRow) -> tuple[float, ...]:
+    """USD spent at each turn (the orchestrator's generation and its calls), in order."""
+    return tuple(turn.usage.usd + sum(result.usage.usd for result in turn.results) for turn in row.trajectory.turns)
+
+
+def preference_order(rows: list[DataRow], prefer_recovered: bool, prefer_cheap: bool = False) -> list[DataRow]:
+    """A question's correct trajectories, best first: those that recovered from a failure (when preferred), then
+    those that spent least turn by turn (when preferred: compared at the first turn, then the next…), then by
+    sample index."""
+
+    def key(row: DataRow) -> tuple[bool, tuple[float, ...], int]:
+        return (
+            prefer_recovered and not recovered_from(row.trajectory),
+            turn_costs(row) if prefer_cheap else (),
+            row.sample,
+        )
+
+    return sorted(rows, key=key)
 
 
 def per_question(
-    candidates: dict[str, list[DataRow]], keep: int, prefer_recovered: bool
+    candidates: dict[str, list[DataRow]], keep: int, prefer_recovered: bool, prefer_cheap: bool = False
 ) -> tuple[dict[str, list[DataRow]], dict[str, list[DataRow]]]:
     """``(chosen, spare)``: each question's best ``keep`` trajectories and the rest in preference order."""
     chosen: dict[str, list[DataRow]] = {}
     spare: dict[str, list[DataRow]] = {}
     for item_id, rows in candidates.items():
-        ordered = preference_order(rows, prefer_recovered)
+        ordered = preference_order(rows, prefer_recovered, prefer_cheap)
         chosen[item_id], spare[item_id] = ordered[:keep], ordered[keep:]
     return chosen, spare
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from podium.backends.base import BackendError
+from podium.backends.base import BackendError, ChatBackend
 from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory
@@ -27,6 +27,7 @@ from podium.graders.verdict import Verdict
 from podium.pool.config import PoolConfig
 from podium.runtime import Executor, RunConfig
 from podium.runtime.checks import require_runnable
+from podium.runtime.explore import explore
 
 CONSTRAINTS_HEADER = "Constraints learned from earlier failed attempts (follow them):"
 
@@ -90,9 +91,15 @@ class Solver:
         ):
             raise DataError(f"solver {self.name}: tool-use items need the policy {sorted(CONVERSATION_POLICIES)}")
 
-    async def attempt(self, entry: SourcedItem, *, temperature: float, seed: int) -> Trajectory:
-        """One episode on the item; a failing backend gives a trajectory that stopped with ``error``."""
-        config = self.run_config.model_copy(update={"temperature": temperature})
+    async def attempt(
+        self, entry: SourcedItem, *, temperature: float, seed: int, orchestrator: ChatBackend | None = None
+    ) -> Trajectory:
+        """One episode on the item (``orchestrator`` in place of the configured one, as exploring does); a failing
+        backend gives a trajectory that stopped with ``error``."""
+        update: dict[str, object] = {"temperature": temperature}
+        if orchestrator is not None:
+            update["constrained"] = "always"  # a path follower offers the policy's choices, not free text
+        config = self.run_config.model_copy(update=update)
         item = entry.item
         metadata = {"item_id": item.id, "source": entry.source}
         try:
@@ -109,7 +116,7 @@ class Solver:
                     metadata=metadata,
                 )
                 return episode.trajectory
-            trajectory = await Executor(self.pool, config).run(
+            trajectory = await Executor(self.pool, config, orchestrator=orchestrator).run(
                 f"{item.question}\n\n{ANSWER_INSTRUCTIONS[item.verifier]}",
                 seed=seed,
                 instructions=self.instructions,
@@ -121,6 +128,16 @@ class Solver:
         trajectory.answer = None if raw is None else extract_answer(raw, item.verifier)
         trajectory.metadata["raw_answer"] = raw
         return trajectory
+
+    async def explore(self, entry: SourcedItem, *, seed: int) -> list[Trajectory]:
+        """Every path of the item's action tree, each played once (:mod:`podium.runtime.explore`)."""
+        if entry.item.verifier == "environment":
+            raise DataError(f"item {entry.item.id}: tool-use episodes cannot be explored path by path")
+
+        async def play(backend: ChatBackend) -> Trajectory:
+            return await self.attempt(entry, temperature=0.0, seed=seed, orchestrator=backend)
+
+        return await explore(play)
 
     def provenance(self, stage: str, entry: SourcedItem, *, temperature: float, seed: int, **extra: str) -> Provenance:
         return Provenance(

@@ -9,6 +9,8 @@ from typing import Any
 from podium.benchmarks.items import BenchmarkItem
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
+from podium.costs.prices import PriceCatalog
+from podium.errors import ConfigError
 from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
 from podium.evaluate.systems import System, attempt_bound
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
@@ -43,10 +45,20 @@ class RaySystem:
 
 
 @contextmanager
-def solving_system(config: SystemConfig, ray: str | None, concurrency: int) -> Iterator[System]:
-    """The system ``config`` describes, built here; with a Ray address (``local``, ``auto``, ``HOST:PORT``) its
-    samples are solved by replicas on that cluster, stopped afterwards (and a cluster started here shut down)."""
+def solving_system(
+    config: SystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
+) -> Iterator[System]:
+    """The system ``config`` describes, built here (its pool priced by ``prices`` merged over its own sheet); with
+    a Ray address (``local``, ``auto``, ``HOST:PORT``) its samples are solved by replicas on that cluster, stopped
+    afterwards (and a cluster started here shut down)."""
     built = build_system(config)
+    if prices is not None:
+        if ray is not None:
+            raise ConfigError("--prices is applied where the system is built; it does not reach Ray replicas")
+        pool = getattr(built, "pool", None)
+        if pool is None:
+            raise ConfigError(f"--prices reprices a system's pool; {config.kind} systems have none")
+        built.pool = pool.repriced(prices)  # type: ignore[attr-defined]
     if ray is None:
         yield built
         return

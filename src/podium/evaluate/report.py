@@ -360,7 +360,9 @@ def plot_routing(curves: dict[str, list[Point]], path: Path, title: str = "cost 
     figure.savefig(path, format="svg", metadata={"Date": None})
 
 
-def write_routing_report(out: str | Path, curves: dict[str, list[Point]], table: dict[str, dict[str, float]]) -> Path:
+def write_routing_report(
+    out: str | Path, curves: dict[str, list[Point]], table: dict[str, dict[str, float | None]]
+) -> Path:
     """``out/routing.html``: the cost-accuracy chart of every system and the metrics table (rows: systems)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError, field_serializer, field_validator
 
 from podium.benchmarks.items import BenchmarkItem
+from podium.benchmarks.loaders import Benchmark
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.core.record import Record
@@ -209,6 +210,15 @@ def read_tasks(path: str | Path) -> list[BenchmarkItem]:
         except ValidationError as error:
             raise RecordError(f"{path}:{number} is not a task: {error}") from error
     return items
+
+
+def tasks_benchmark(path: str | Path) -> Benchmark:
+    """A tasks file as a benchmark (``podium eval --tasks``): its items, judged by the verifier they all name."""
+    items = read_tasks(path)
+    kinds = sorted({item.verifier for item in items})
+    if len(kinds) != 1:
+        raise RecordError(f"{path}: a tasks file to evaluate needs items of one verifier kind, found {kinds or 'none'}")
+    return Benchmark(Path(path).stem, kinds[0], f"tasks of {path}", lambda _directory: iter(items))
 
 
 class TrajectoryLine(Record):

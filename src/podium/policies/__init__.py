@@ -27,10 +27,13 @@ from podium.policies.serial import SerialPolicy
 PolicyName = Literal["serial", "parallel", "dag", "route"]
 
 
-def build_policy(name: PolicyName, *, lazy: bool = True) -> Policy:
+def build_policy(
+    name: PolicyName, *, lazy: bool = True, verify: str | None = None, reply_chars: int | None = None
+) -> Policy:
     """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
     (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
-    remove."""
+    remove; ``verify`` (the tool that checks each reply) and ``reply_chars`` (how much of a reply is shown) are the
+    route policy's and an error for the others."""
     policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
@@ -39,6 +42,11 @@ def build_policy(name: PolicyName, *, lazy: bool = True) -> Policy:
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
+    for option, value in (("verify", verify), ("reply_chars", reply_chars)):
+        if value is not None and name != "route":
+            raise ValueError(f"{option} applies to the route policy, not to '{name}'")
+    if name == "route":
+        return RoutePolicy(verify=verify, reply_chars=reply_chars)
     if name == "dag":
         return DagPolicy(lazy=lazy)
     if not lazy:

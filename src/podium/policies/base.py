@@ -172,6 +172,11 @@ class Policy(ABC):
         """The grammar of the next output with ``limits`` on its free text, given the actions of earlier turns:
         every output it matches parses. ``None``: the policy has no grammar for this pool."""
 
+    def choices(self, view: PoolView, previous: Sequence[Action] = ()) -> list[str] | None:
+        """Every output allowed next when the action space is a finite set of words (the grammar is then that
+        set): a backend can pick among them exactly and tell their probabilities. ``None``: free text."""
+        return None
+
     def turn_histories(self, view: PoolView) -> list[list[Action]]:
         """Earlier actions after which the next turn's grammar takes each of its shapes, so that a check can see
         whether a token budget holds an action in every turn: here the first turn's only."""

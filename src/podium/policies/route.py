@@ -1,84 +1,108 @@
-"""A delegation action space small enough for a 135M orchestrator: name the worker that answers, read its
-answer, then keep it or escalate.
+"""A delegation action space small enough for a 135M orchestrator: name the worker that answers, read its reply,
+then keep it or escalate (a cascade the orchestrator steers).
 
-Each turn the orchestrator writes one word: a worker's label (that worker answers the original question
-through the ``standard_reasoner`` role, so the question reaches it verbatim) or, once some worker has
-answered, ``accept`` (the episode's answer is the final answer stated in the last worker's reply). The
-observation it reads is the tail of the reply (where the final answer is stated), so prompts stay short. The
-grammar offers exactly the legal words, so every output parses.
+Each turn the orchestrator writes one word: the label of a worker it has not asked yet (that worker answers the
+original question through the ``standard_reasoner`` role, so the question reaches it verbatim) or, once some
+worker has answered, ``accept``, which makes the last reply the episode's answer (the caller extracts the answer
+its verifier needs from it). The observation is the worker's whole reply and, with a ``verify`` tool, that tool's
+report on the reply (``check_arithmetic`` recomputes its arithmetic): what a cheap model's reply shows about its
+own errors is the signal for escalating. Every output is one of a finite set of words (:meth:`choices`), so a
+backend decodes it exactly and tells each word's probability.
 """
 
 from collections.abc import Sequence
 
 from podium.backends.grammar import Grammar, Limits, choice, literal
-from podium.core.answers import VerifierKind, extract_answer
 from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import Action, ActionParseError, Answer, Calls, Dispatcher, Outcome, Policy, PoolView
 
 ACCEPT = "accept"
-"""The word that keeps the last worker's answer."""
+"""The word that keeps the last worker's reply."""
 ROLE = "standard_reasoner"
 """The role that forwards the original question to the chosen worker."""
-TAIL_CHARS = 120
-"""Characters of a worker's reply shown to the orchestrator (its end, where the answer is stated)."""
 
-ROUTE_PROMPT = """Choose who answers the question. Say one worker's name; after reading its answer say \
-"accept" to keep it, or another worker's name to ask that one instead. Accurate and cheap is best.
+ROUTE_PROMPT = """Name a worker to answer. Read its reply, then say accept, or name another worker. \
+Be accurate and cheap.
 {table}"""
 
 
 class RoutePolicy(Policy):
-    """One word per turn: a worker to answer the question, or ``accept``."""
+    """One word per turn: a worker not asked yet, or ``accept`` once one has answered."""
 
     name = "route"
-    max_turns = 3
+    max_turns = 4
     max_calls_per_round = 1
 
-    def __init__(self, answer_kind: VerifierKind | None = None) -> None:
-        self.answer_kind = answer_kind
-        """How the answer is read from an accepted reply (``math``: the boxed or stated answer, else the last
-        number); None: the last ``\\boxed{}``, else the reply's final line."""
+    def __init__(self, verify: str | None = None, reply_chars: int | None = None) -> None:
+        self.verify = verify
+        """A pool tool called with each successful reply as its ``text`` argument; its report joins the
+        observation (None: the reply alone)."""
+        self.reply_chars = reply_chars
+        """Characters of a reply shown (its end); 0: only the ``verify`` report; None: all of it."""
 
     def system_prompt(self, view: PoolView) -> str:
         return ROUTE_PROMPT.format(table=worker_table(view.table, view.workers))
 
+    def choices(self, view: PoolView, previous: Sequence[Action] = ()) -> list[str]:
+        asked = {str(call.arguments.get("model")) for action in previous if isinstance(action, Calls)
+                 for call in action.calls if isinstance(call.arguments, dict)}  # fmt: skip
+        return [*(worker for worker in view.workers if worker not in asked), *([ACCEPT] if asked else [])]
+
     def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
         word = text.strip()
-        if word == ACCEPT and any(isinstance(action, Calls) for action in previous):
+        allowed = self.choices(view, previous)
+        if word not in allowed:
+            raise ActionParseError(f"write one of: {', '.join(allowed)}")
+        if word == ACCEPT:
             return Answer(ACCEPT)
-        if word in view.workers:
-            return Calls([ToolCall(name=ROLE, arguments={"model": word}, id=f"route_{len(previous)}")])
-        choices = [*view.workers, *([ACCEPT] if previous else [])]
-        raise ActionParseError(f"write one of: {', '.join(choices)}")
+        return Calls([ToolCall(name=ROLE, arguments={"model": word}, id=f"route_{len(previous)}")])
 
     def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
         lines = []
         for result in results:
+            if result.call.name != ROLE:
+                lines.append(f"{result.call.name}: {(result.observation or result.reason or '').strip()}")
+                continue
             worker = str(result.call.arguments.get("model", "?")) if isinstance(result.call.arguments, dict) else "?"
-            body = (result.observation or result.reason or "").strip()
-            lines.append(f"{worker} ({result.status.value}): …{body[-TAIL_CHARS:]}")
+            reply = (result.observation or "").strip()
+            if result.ok and self.reply_chars == 0:
+                lines.append(f"{worker} replied ({len(reply.split())} words).")
+            elif result.ok:
+                shown = (
+                    reply
+                    if self.reply_chars is None or len(reply) <= self.reply_chars
+                    else f"…{reply[-self.reply_chars :]}"
+                )
+                lines.append(f"{worker} replied:\n{shown}")
+            else:
+                lines.append(f"{worker} failed ({result.status.value}): {(result.reason or '').strip()}")
         return "\n".join(lines)
 
     def rejection(self, reason: str, remaining: str) -> str:
         return reason
 
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
-        words = [*view.workers, *([ACCEPT] if any(isinstance(a, Calls) for a in previous) else [])]
-        return choice(*(literal(word) for word in words))
+        return choice(*(literal(word) for word in self.choices(view, previous)))
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         if isinstance(action, Answer):
-            return Outcome(answer=last_answer(history, self.answer_kind))
-        return await super().execute(action, dispatch, history, limit)
+            return Outcome(answer=last_reply(history))
+        outcome = await super().execute(action, dispatch, history, limit)
+        if self.verify is None:
+            return outcome
+        replies = [result for result in outcome.results if result.ok and result.call.name == ROLE]
+        checks = [ToolCall(name=self.verify, arguments={"text": str(reply.observation or "")}, id=f"verify_{n}")
+                  for n, reply in enumerate(replies)]  # fmt: skip
+        return Outcome([*outcome.results, *await dispatch.calls(checks)])
 
 
-def last_answer(history: Sequence[Turn], kind: VerifierKind | None = None) -> str:
-    """The final answer stated in the last successful worker reply (empty when none succeeded)."""
+def last_reply(history: Sequence[Turn]) -> str:
+    """The last successful worker reply (empty when none succeeded): the accepted answer."""
     for turn in reversed(history):
         for result in reversed(turn.results):
-            if result.ok and result.observation:
-                return extract_answer(result.observation, kind) or ""
+            if result.ok and result.call.name == ROLE and result.observation:
+                return result.observation
     return ""
 
 

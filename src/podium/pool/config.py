@@ -15,7 +15,7 @@ from podium.pool.primitives import Primitive
 from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
 from podium.sandbox import SandboxConfig
 
-BasicTool = Literal["python", "symbolic_math", "local_search", "web_search"]
+BasicTool = Literal["python", "symbolic_math", "local_search", "web_search", "check_arithmetic"]
 RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
 
 

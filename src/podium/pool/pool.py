@@ -14,7 +14,7 @@ from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.errors import ConfigError
-from podium.pool.builtin import python_tool, symbolic_math_tool
+from podium.pool.builtin import check_arithmetic_tool, python_tool, symbolic_math_tool
 from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
@@ -167,6 +167,8 @@ class Pool:
             basic["local_search"] = local_search_tool(config.local_search)
         if "web_search" in config.tools:
             basic["web_search"] = web_search_tool(config.web_search)
+        if "check_arithmetic" in config.tools:
+            basic["check_arithmetic"] = check_arithmetic_tool()
         return basic
 
     def _registry(self, basic: dict[str, Tool]) -> ToolRegistry:

@@ -63,7 +63,24 @@ def uno(alpha: float = ALPHA, window: int = WINDOW) -> RewardFunction:
     return reward
 
 
+def cost_penalty(weight: float = 1.0, usd_scale: float = 0.01) -> RewardFunction:
+    """Success-gated cost penalty: 1 − weight · USD / ``usd_scale`` when correct, else 0, so a correct answer is
+    always worth more than a wrong one and, among correct ones, the cheaper is better. A trajectory whose
+    preference sets a ``compute`` weight uses that weight instead of ``weight``."""
+
+    def reward(trajectories: Sequence[Trajectory], correct: Sequence[bool]) -> list[float]:
+        rewards = []
+        for trajectory, ok in zip(trajectories, correct, strict=True):
+            own = trajectory.preference.weights.get("compute") if trajectory.preference is not None else None
+            penalty = (weight if own is None else own) * trajectory.usage.usd / usd_scale
+            rewards.append(1.0 - penalty if ok else 0.0)
+        return rewards
+
+    return reward
+
+
 REWARDS: dict[str, Callable[..., RewardFunction]] = {
+    "cost_penalty": cost_penalty,
     "toolorchestra": toolorchestra,
     "paramanager": paramanager,
     "uno": uno,

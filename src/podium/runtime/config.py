@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
 from podium.policies import PolicyName
@@ -13,10 +13,17 @@ class RunConfig(Config):
     parallel 12, dag 8; calls per round: 1, 4, 16)."""
 
     policy: PolicyName = "serial"
-    """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds) or ``dag`` (Uno-Orchestra)."""
+    """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds), ``dag`` (Uno-Orchestra) or
+    ``route`` (one word a turn: a worker to answer, then accept its reply or escalate)."""
     lazy: bool = True
     """``dag`` only: the orchestrator may answer at once (Uno's lazy mode); false forces a plan first (forced
     decomposition, the ablation)."""
+    verify: str | None = None
+    """``route`` only: a tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report
+    the orchestrator reads with the reply before it accepts or escalates."""
+    reply_chars: NonNegativeInt | None = None
+    """``route`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows only the
+    ``verify`` tool's report on it; default: the whole reply."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None
@@ -65,3 +72,9 @@ class RunConfig(Config):
     """Only these tools, roles and workers (by name) may be used; default: all of the pool."""
     deny: list[str] = Field(default_factory=list)
     """These tools, roles and workers (by name) may not be used."""
+
+    @model_validator(mode="after")
+    def _route_options(self) -> "RunConfig":
+        if self.reply_chars == 0 and self.verify is None:
+            raise ValueError("reply_chars: 0 hides the replies, so the orchestrator needs a verify tool's report")
+        return self

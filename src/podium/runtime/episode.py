@@ -177,10 +177,17 @@ class Episode:
 
     async def _turn(self) -> StopReason | None:
         started = time.perf_counter()
-        generated = await self._generate()
+        choices = self.policy.choices(self.view, self.actions)
+        generated = await self._generate(choices)
         if isinstance(generated, StopReason):
             return generated
-        turn = Turn(index=len(self.trajectory.turns), output=generated.text, usage=generated.usage)
+        turn = Turn(
+            index=len(self.trajectory.turns),
+            output=generated.text,
+            usage=generated.usage,
+            choices=choices,
+            choice_probs=generated.choice_probs,
+        )
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
         self._say("assistant", generated.text)
@@ -238,11 +245,14 @@ class Episode:
             options["seed"] = self.config.sampling_seed + len(self.trajectory.turns)
         return options
 
-    async def _generate(self) -> Generation | StopReason:
-        """The orchestrator's next output, generated under the budget and the deadline."""
+    async def _generate(self, choices: list[str] | None) -> Generation | StopReason:
+        """The orchestrator's next output, generated under the budget and the deadline (one of ``choices`` when
+        the policy's next action is one of a few words and the backend can pick among them)."""
         max_tokens = self.config.max_tokens
         options = self._sampling()
-        if self.constrained:  # the grammar fits the budget, so an action always closes within it
+        if self.constrained and choices is not None and self.orchestrator.supports_choices:
+            options["choices"] = choices
+        elif self.constrained:  # the grammar fits the budget, so an action always closes within it
             grammar = self.policy.grammar(self.view, self.actions, max_tokens)
             if grammar is not None:
                 options["regex"] = grammar.regex

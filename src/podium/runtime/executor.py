@@ -37,13 +37,20 @@ class Executor:
         self.pool = pool
         self.config = config or RunConfig()
         try:
-            self.policy = policy or build_policy(self.config.policy, lazy=self.config.lazy)
+            self.policy = policy or build_policy(
+                self.config.policy,
+                lazy=self.config.lazy,
+                verify=self.config.verify,
+                reply_chars=self.config.reply_chars,
+            )
         except ValueError as error:
             raise ConfigError(str(error)) from error
         names = [worker.name for worker in pool.config.workers]
         for field, value in (("orchestrator", self.config.orchestrator), ("summarizer", self.config.summarizer)):
             if value is not None and value not in names:
                 raise ConfigError(f"{field}: '{value}' is not a worker of the pool (workers: {names})")
+        if self.config.verify is not None and self.config.verify not in pool.registry.names():
+            raise ConfigError(f"verify: '{self.config.verify}' is not a tool of the pool ({pool.registry.names()})")
         self.orchestrator = orchestrator or pool.backends[self.config.orchestrator or names[0]]
         self.budget = Budget(
             max_turns=self.config.max_turns or self.policy.max_turns,

@@ -16,6 +16,9 @@ class ModelConfig(Config):
 
     path: str | None = None
     """Checkpoint directory (Hugging Face format); ``None`` means the embedded SmolLM2-135M-Instruct."""
+    adapter: str | None = None
+    """A LoRA adapter directory (``podium train sft`` with ``lora:`` writes one) loaded over the model and trained
+    further; the result is that adapter."""
     name: str = "orchestrator"
     """Name of the model in records and prices while it is trained."""
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"
@@ -66,6 +69,16 @@ class LoraConfig(Config):
     """Dropout on the adapter's input during training."""
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "v_proj"], min_length=1)
     """Names of the linear layers that get an adapter."""
+    layers: list[NonNegativeInt] | None = None
+    """Only these decoder layers (0-based) get adapters; default: all. Adapting only the top layers of a model stops
+    the backward pass there: on a CPU a training step then costs little more than a forward pass."""
+
+
+LossTokens = Literal["generated", "decisions"]
+"""Which of the orchestrator's tokens carry the loss: every token it generated, or only its decisions: where its
+action was one of a few words (a policy with finite choices), the tokens at which those words branch; the rest of
+such a word is forced and teaches nothing, and a turn with one choice has no decision. Free-text turns keep every
+token."""
 
 
 class SFTConfig(TrainerConfig):
@@ -87,6 +100,9 @@ class SFTConfig(TrainerConfig):
     """Pack several samples into one ``max_length`` row (padding-free); worth it on GPU with many short samples."""
     answered_only: bool = False
     """Skip trajectories that ended without a final answer."""
+    loss_tokens: LossTokens = "generated"
+    """``generated``: the loss on every token the orchestrator generated; ``decisions``: only on its decision
+    tokens (see :data:`LossTokens`)."""
     lora: LoraConfig | None = None
     """Train a LoRA adapter (saved alone in ``output_dir``; load it with a local worker's ``adapter:``) instead
     of the full weights."""
@@ -95,8 +111,9 @@ class SFTConfig(TrainerConfig):
 class RewardConfig(Config):
     """The reward: one of the three designs of SPEC §5, all pure functions in ``podium.rewards``."""
 
-    design: Literal["uno", "toolorchestra", "paramanager"] = "uno"
-    """Uno-Orchestra's cost-blended reward, ToolOrchestra's preference-weighted vector, or ParaManager's sum."""
+    design: Literal["uno", "toolorchestra", "paramanager", "cost_penalty"] = "uno"
+    """Uno-Orchestra's cost-blended reward, ToolOrchestra's preference-weighted vector, ParaManager's sum, or the
+    success-gated cost penalty (1 − weight · USD / usd_scale when correct, else 0)."""
     uno_alpha: NonNegativeFloat = Field(0.1, le=1.0)
     """Uno α: weight of the cost term inside a correct answer's reward."""
     uno_window: PositiveInt = 1000
@@ -111,6 +128,11 @@ class RewardConfig(Config):
     """ParaManager C_tar (the paper sweeps 4, 8, 12, 16)."""
     paramanager_diversity: bool = True
     """ParaManager: include the diversity reward R_div; false is the paper's ablation without it."""
+    cost_weight: NonNegativeFloat = 1.0
+    """cost_penalty: reward points lost per ``cost_usd_scale`` USD spent by a correct episode (a task's preference
+    weight ``compute`` overrides it)."""
+    cost_usd_scale: PositiveFloat = 0.01
+    """cost_penalty: the USD that costs ``cost_weight`` reward points."""
 
     def reward_function(self, tools: list[str]) -> RewardFunction:
         """This design's reward function from the registry; ``tools`` orders ToolOrchestra's call counts."""
@@ -122,6 +144,7 @@ class RewardConfig(Config):
                 "target_cost_units": self.paramanager_target_cost_units,
                 "diversity": self.paramanager_diversity,
             },
+            "cost_penalty": {"weight": self.cost_weight, "usd_scale": self.cost_usd_scale},
         }[self.design]
         return build_reward(self.design, **options)
 
@@ -129,8 +152,12 @@ class RewardConfig(Config):
 class RolloutConfig(Config):
     """How rollouts are produced: Podium's own executor, the code path of inference and evaluation."""
 
-    policy: Literal["serial", "parallel", "dag"] = "serial"
+    policy: Literal["serial", "parallel", "dag", "route"] = "serial"
     """Action space of the orchestrator."""
+    verify: str | None = None
+    """``route`` only: the pool tool that checks each worker reply (see RunConfig.verify)."""
+    reply_chars: NonNegativeInt | None = None
+    """``route`` only: characters of each reply shown; 0: only the verify report (see RunConfig.reply_chars)."""
     pool: str | None = None
     """Pool YAML (PoolConfig); ``None``: the python tool with the embedded model as the only worker."""
     backend: Literal["local", "vllm"] = "local"
@@ -198,10 +225,24 @@ class GRPOConfig(TrainerConfig):
     """Importance ratio per token, or ParaManager's sequence-level ratio over policy tokens only (eq. 20)."""
     loss_type: Literal["dapo", "bnpo", "grpo"] = "dapo"
     """Normalisation: token mean over the batch (``dapo``), over the micro-batch (``bnpo``), per sequence (``grpo``)."""
-    advantage: Literal["trajectory", "turn", "mt_grpo"] = "trajectory"
+    advantage: Literal["trajectory", "turn", "mt_grpo", "expected"] = "trajectory"
     """One advantage per rollout (GRPO); per turn with Agentic-GRPO (Uno eq. 6: discounted returns with per-turn
-    shaping, normalised over comparable turns, plus the trajectory baseline); or per turn with MT-GRPO (Uno
-    appendix B: A_g + ρ·B_t, B_t the turn's shaping standardised over the group's turns at its index)."""
+    shaping, normalised over comparable turns, plus the trajectory baseline); per turn with MT-GRPO (Uno
+    appendix B: A_g + ρ·B_t, B_t the turn's shaping standardised over the group's turns at its index); or
+    ``expected``: no sampling, every path of the episode's action tree is played once and weighted by its
+    probability, the exact policy gradient (:mod:`podium.rewards.expected`). ``expected`` needs a policy whose
+    every action is one of a few words (``route``) and a pool whose outcomes do not vary between plays (replay
+    workers); ``group_size`` must equal the number of paths."""
+    loss_tokens: LossTokens = "generated"
+    """``generated``: the loss on every token the orchestrator generated; ``decisions``: only on its decision
+    tokens (see :data:`LossTokens`)."""
+    resample_groups: NonNegativeInt = 0
+    """Dynamic sampling: a group the filters drop (homogeneous rewards, nothing left) is replaced by a fresh
+    question's group, up to this many replacements per generation batch, so every step trains on groups that
+    carry a signal; 0 keeps the dropped groups out of the loss only."""
+    curves: bool = True
+    """Write ``curves.jsonl`` in ``output_dir`` after every step (mean reward, accuracy, USD per rollout, each
+    worker's share of calls, groups dropped) and plot it as ``curves.svg`` at the end (the ``report`` extra)."""
     mt_grpo_rho: NonNegativeFloat = 0.5
     """ρ of MT-GRPO: weight of the standardised turn score."""
     turn_gamma: PositiveFloat = Field(1.0, le=1.0)
@@ -223,6 +264,12 @@ class GRPOConfig(TrainerConfig):
             raise ValueError("give exactly one of tasks (a JSONL file) or benchmark (a name)")
         if self.rollout.temperature <= 0:
             raise ValueError("rollout.temperature must be above 0: GRPO learns from differences between samples")
+        if self.advantage == "expected" and self.rollout.temperature != 1.0:
+            raise ValueError("advantage 'expected' weighs paths by the policy's probabilities at temperature 1: set "
+                             "rollout.temperature to 1")  # fmt: skip
+        if self.advantage == "expected" and (self.drop_malformed or self.drop_unanswered):
+            raise ValueError("advantage 'expected' needs every path of the tree: set drop_malformed and "
+                             "drop_unanswered to false")  # fmt: skip
         if self.batch_size * self.gradient_accumulation_steps % self.group_size:
             raise ValueError("batch_size × gradient_accumulation_steps must be a multiple of group_size")
         return self

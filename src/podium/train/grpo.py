@@ -14,7 +14,6 @@ TRL's own.
 import asyncio
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,13 @@ from podium.benchmarks.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
 from podium.extras import require_extra
+from podium.train.batches import GroupMaker, batch_plan, called_workers, row_weights
 from podium.train.config import GRPOConfig
+from podium.train.curves import CurvesCallback
 from podium.train.model import load_model, model_source, resolve_device, trainer_arguments
-from podium.train.rollouts import ExecutorRollouts, RayRollouts, RolloutSource, collect, policy_backend
+from podium.train.rollouts import ExecutorRollouts, RayRollouts, RolloutSource, policy_backend
 from podium.train.samples import NO_TURN, ChatFormat, TrainingSample, chat_dicts, single_sample
-from podium.train.scoring import RewardScorer, Scored, group_result, task_preference
+from podium.train.scoring import RewardScorer, Scored
 from podium.train.sft import TrainResult
 from podium.train.tasks import load_tasks
 
@@ -52,11 +53,9 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         datasets.disable_progress_bars()
         self.tasks = list(tasks)
         self.task_of = task_index(self.tasks)
-        self.rollouts = rollouts
-        self.scorer = scorer
+        self.groups = GroupMaker(rollouts, scorer, config, self.tasks)
         self.podium = config
         self.chat = ChatFormat(tokenizer)
-        self.groups_started = 0
         self.turn_advantages: dict[tuple[int, ...], list[float]] = {}
         super().__init__(
             model=model,
@@ -65,6 +64,7 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
             train_dataset=datasets.Dataset.from_list([{"prompt": task.question} for task in self.tasks]),
             processing_class=tokenizer,
             rollout_func=self.podium_rollouts,
+            callbacks=[CurvesCallback(Path(config.output_dir))] if config.curves else None,
         )
 
     def podium_rollouts(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -77,38 +77,42 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         size = self.podium.group_size
         if any(len({item.id for item in items[start : start + size]}) != 1 for start in range(0, len(items), size)):
             raise RuntimeError("a generation batch must hold whole groups, one task each")
-        # One seed per group: its G rollouts see the same instance (tools, prices, blind labels), so their rewards
-        # compare; the samples differ through the backend's own sampling.
-        seeds = [self.args.seed * 1_000_003 + self.groups_started + index // size for index in range(len(items))]
-        self.groups_started += len(items) // size
-        scored = self._rollouts(items, seeds)
-        samples = [rollout_sample(item.trajectory, self.chat) for item in scored]
+        groups = self._groups(items[::size])
+        scored = [item for group in groups for item in group]
+        decisions = self.podium.loss_tokens == "decisions"
+        samples = [rollout_sample(item.trajectory, self.chat, decisions) for item in scored]
         completions = [sample.input_ids[sample.prompt_length :] for sample in samples]
         plan = batch_plan(scored, [sample.turns[sample.prompt_length :] for sample in samples], self.podium)
         self.turn_advantages = {tuple(ids): row for ids, row in zip(completions, plan.advantages, strict=True)}
+        weights = row_weights(groups, self.podium)
+        called = [called_workers(item.trajectory) for item in scored]
+        metrics = {
+            "reward": sum(w * item.reward for w, item in zip(weights, scored, strict=True)),
+            "accuracy": sum(w * item.correct for w, item in zip(weights, scored, strict=True)),
+            "usd": sum(w * item.trajectory.usage.usd for w, item in zip(weights, scored, strict=True)),
+            "groups_dropped": plan.groups_dropped,
+            "groups_replaced": self.groups.replaced / len(groups),
+            **{f"calls/{name}": sum(w for w, names in zip(weights, called, strict=True) if name in names)
+               for name in sorted(set().union(*called))},
+        }  # fmt: skip
         return {
             "prompt_ids": [sample.input_ids[: sample.prompt_length] for sample in samples],
             "completion_ids": completions,
             "logprobs": None,
             "env_mask": plan.masks,
             "podium_reward": plan.rewards,
-            "podium_correct": [float(item.correct) for item in scored],
-            "podium_usd": [item.trajectory.usage.usd for item in scored],
-            "podium_groups_dropped": plan.groups_dropped,
+            "podium_metrics": [metrics] * len(scored),
         }
 
-    def _rollouts(self, items: list[BenchmarkItem], seeds: list[int]) -> list[Scored]:
+    def _groups(self, tasks: list[BenchmarkItem]) -> list[list[Scored]]:
+        """The scored groups of the batch's tasks, played with the current weights in eval mode."""
         model = self.accelerator.unwrap_model(self.model)
         training = model.training
         model.eval()
         try:
-            questions, preferences = [item.question for item in items], [task_preference(item) for item in items]
-            trajectories = asyncio.run(
-                collect(self.rollouts, questions, seeds, preferences, self.podium.rollout.concurrency)
-            )
+            return asyncio.run(self.groups.batch(tasks))
         finally:
             model.train(training)
-        return asyncio.run(self.scorer.score(items, trajectories))
 
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
@@ -144,59 +148,23 @@ def podium_reward(
     prompts: list[Any], completions: list[Any], *, podium_reward: list[float | None], log_metric: Any, **fields: Any
 ) -> list[float | None]:
     """The reward TRL normalises per group: the design's reward computed with the rollouts (where the trajectories
-    are), ``None`` for rows the filters dropped. Logs accuracy, USD per rollout and the share of groups dropped."""
-    log_metric("podium/accuracy", sum(fields["podium_correct"]) / len(prompts))
-    log_metric("podium/usd", sum(fields["podium_usd"]) / len(prompts))
-    log_metric("podium/groups_dropped", fields["podium_groups_dropped"][0])
+    are), ``None`` for rows the filters dropped. Logs the batch's metrics (the policy's expected reward, accuracy,
+    USD and share of episodes calling each worker under ``expected``; means over rollouts otherwise)."""
+    for name, value in fields["podium_metrics"][0].items():
+        log_metric(f"podium/{name}", value)
     return podium_reward
 
 
-def rollout_sample(trajectory: Trajectory, chat: ChatFormat) -> TrainingSample:
+def rollout_sample(trajectory: Trajectory, chat: ChatFormat, decisions: bool = False) -> TrainingSample:
     """A rollout as one sequence. When the orchestrator never produced a turn (its backend failed), the rollout
     still needs a row in the batch: an end-of-turn token outside the loss, and the scorer marks it unanswered."""
     if any(message.role == "assistant" for message in trajectory.messages):
-        return single_sample(trajectory, chat)
+        return single_sample(trajectory, chat, decisions=decisions)
     conversation = chat_dicts(trajectory.messages) or [{"role": "user", "content": trajectory.question}]
     prompt = chat.encode(chat.render(conversation, generation_prompt=True))
     return TrainingSample(
         [*prompt, min(chat.stop_ids)], [0] * (len(prompt) + 1), [NO_TURN] * (len(prompt) + 1), len(prompt)
     )
-
-
-@dataclass(frozen=True)
-class BatchPlan:
-    """What a generation batch trains on, row by row."""
-
-    rewards: list[float | None]
-    """The design's reward of each kept rollout; ``None`` for a rollout or group the filters dropped."""
-    masks: list[list[int]]
-    """Per completion token: 1 where the orchestrator generated it and its rollout is kept, else 0."""
-    advantages: list[list[float]]
-    """Per completion token: its turn's advantage (turn-level modes), else 0."""
-    groups_dropped: float
-    """Share of the batch's groups dropped whole."""
-
-
-def batch_plan(scored: Sequence[Scored], turn_ids: Sequence[Sequence[int]], config: GRPOConfig) -> BatchPlan:
-    """Rewards, loss masks and per-token advantages of a generation batch (consecutive groups of
-    ``config.group_size``): the filters decide which rollouts train, and a token trains only when the
-    orchestrator generated it."""
-    size = config.group_size
-    rewards: list[float | None] = [None] * len(scored)
-    masks = [[0] * len(turns) for turns in turn_ids]
-    advantages = [[0.0] * len(turns) for turns in turn_ids]
-    dropped = 0
-    for start in range(0, len(scored), size):
-        result = group_result(scored[start : start + size], config)
-        dropped += result.dropped is not None
-        for offset, per_turn in result.kept.items():
-            row = start + offset
-            rewards[row] = scored[row].reward
-            for position, turn in enumerate(turn_ids[row]):
-                if turn != NO_TURN:
-                    masks[row][position] = 1
-                    advantages[row][position] = per_turn[min(turn, len(per_turn) - 1)]
-    return BatchPlan(rewards, masks, advantages, dropped / (len(scored) // size))
 
 
 def grpo_arguments(config: GRPOConfig, base: dict[str, Any]) -> Any:

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.backends.embedded import embedded_model_dir
+from podium.errors import ConfigError
 from podium.extras import require_extra
 from podium.train.config import ModelConfig, TrainerConfig
 
@@ -39,6 +40,11 @@ def load_model(config: ModelConfig, device: str) -> tuple[Any, Any]:
     model = transformers.AutoModelForCausalLM.from_pretrained(
         source, dtype=getattr(torch, dtype), local_files_only=local_only
     ).to(device)
+    if config.adapter is not None:
+        if not (Path(config.adapter) / "adapter_config.json").is_file():
+            raise ConfigError(f"model.adapter: no LoRA adapter at {config.adapter} (adapter_config.json is missing)")
+        peft = require_extra("train", "peft")
+        model = peft.PeftModel.from_pretrained(model, config.adapter, is_trainable=True)
     return model, tokenizer
 
 

@@ -22,6 +22,7 @@ from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import Pool, build_pool, load_pool_config
 from podium.runtime import Executor, RunConfig
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
+from podium.runtime.explore import explore
 from podium.train.config import RolloutConfig
 
 
@@ -126,16 +127,33 @@ class ExecutorRollouts:
         """One episode; ``orchestrator`` replaces the default backend for it (verl binds each rollout to its own
         server session)."""
         pool, orchestrator, allow = self.instance(seed, orchestrator)
-        run = RunConfig(
+        run = self.run_config(allow, constrained="auto" if self.config.constrained else "never")
+        executor = Executor(pool, run, orchestrator=orchestrator)
+        return await executor.run(question, preference=preference, seed=seed)
+
+    async def explore(self, question: str, seed: int, preference: Preference | None = None) -> list[Trajectory]:
+        """Every path of the episode's action tree (:mod:`podium.runtime.explore`), each turn scored by the
+        current policy: the group of the ``expected`` advantage."""
+        pool, orchestrator, allow = self.instance(seed)
+        run = self.run_config(allow, constrained="always")
+
+        async def play(backend: ChatBackend) -> Trajectory:
+            return await Executor(pool, run, orchestrator=backend).run(question, preference=preference, seed=seed)
+
+        return await explore(play, orchestrator)
+
+    def run_config(self, allow: list[str] | None, *, constrained: str) -> RunConfig:
+        """The run configuration of this instance's episodes."""
+        return RunConfig(
             policy=self.config.policy,
+            verify=self.config.verify,
+            reply_chars=self.config.reply_chars,
             max_turns=self.config.max_turns,
             max_tokens=self.config.max_tokens,
             temperature=self.config.temperature,
-            constrained="auto" if self.config.constrained else "never",
+            constrained=constrained,  # type: ignore[arg-type]
             allow=allow,
         )
-        executor = Executor(pool, run, orchestrator=orchestrator)
-        return await executor.run(question, preference=preference, seed=seed)
 
 
 def served_policy_rollouts(config: RolloutConfig, served_model: str) -> ExecutorRollouts:

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from podium.backends.choices import decision_positions
 from podium.core.messages import Message
-from podium.core.trajectory import Trajectory
+from podium.core.trajectory import Trajectory, Turn
 from podium.errors import PodiumError
 
 _SENTINEL = "PODIUMSENTINELTURN"
@@ -96,8 +97,19 @@ def chat_dicts(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"role": "user" if m.role == "tool" else m.role, "content": m.content} for m in messages]
 
 
-def trajectory_samples(trajectory: Trajectory, chat: ChatFormat) -> list[TrainingSample]:
-    """The samples of one trajectory: one when the template keeps history, one per rewritten context otherwise."""
+def turn_mask(turn: Turn | None, generated: list[int], chat: ChatFormat, decisions: bool) -> list[int]:
+    """Which of a turn's generated tokens train: all of them, or with ``decisions`` only those where the turn's
+    choices branch (a free-text turn keeps all; a forced turn, none)."""
+    if not decisions or turn is None or not turn.choices or turn.output not in turn.choices:
+        return [1] * len(generated)
+    sequences = [chat.encode(choice) + chat.generated_end for choice in turn.choices]
+    positions = set(decision_positions(sequences)[turn.choices.index(turn.output)])
+    return [int(position in positions) for position in range(len(generated))]
+
+
+def trajectory_samples(trajectory: Trajectory, chat: ChatFormat, *, decisions: bool = False) -> list[TrainingSample]:
+    """The samples of one trajectory: one when the template keeps history, one per rewritten context otherwise;
+    with ``decisions`` only the decision tokens of turns with finite choices train (:func:`turn_mask`)."""
     messages = chat_dicts(trajectory.messages)
     assistant = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
     if not assistant:
@@ -119,24 +131,32 @@ def trajectory_samples(trajectory: Trajectory, chat: ChatFormat) -> list[Trainin
                 samples.append(_finish(ids, mask, turns, prompt_length))
             ids, mask, turns, prompt_length = context, [0] * len(context), [NO_TURN] * len(context), len(context)
         generated = chat.encode(messages[index]["content"]) + chat.generated_end
+        bits = turn_mask(trajectory.turns[turn] if turn < len(trajectory.turns) else None, generated, chat, decisions)
         template_end = chat.end_of_turn[len(chat.generated_end) :]
         ids = ids + generated + template_end
-        mask = mask + [1] * len(generated) + [0] * len(template_end)
-        turns = turns + [turn] * len(generated) + [NO_TURN] * len(template_end)
-    samples.append(_finish(ids, mask, turns, prompt_length))
-    return samples
+        mask = mask + bits + [0] * len(template_end)
+        turns = turns + [turn if bit else NO_TURN for bit in bits] + [NO_TURN] * len(template_end)
+    if any(mask):
+        samples.append(_finish(ids, mask, turns, prompt_length))
+    return [sample for sample in samples if any(sample.mask)]
 
 
 def _finish(ids: list[int], mask: list[int], turns: list[int], prompt_length: int) -> TrainingSample:
-    """The sample up to its last generated token: template text after it teaches nothing."""
-    end = max(i for i, bit in enumerate(mask) if bit) + 1
+    """The sample up to its last trained token: what follows it teaches nothing. A sample with no trained token
+    (only forced turns) is kept whole and dropped by the caller."""
+    end = max((i for i, bit in enumerate(mask) if bit), default=len(ids) - 1) + 1
     return TrainingSample(ids[:end], mask[:end], turns[:end], prompt_length)
 
 
-def single_sample(trajectory: Trajectory, chat: ChatFormat) -> TrainingSample:
-    """The trajectory as one sequence, as RL rollouts need (one row per rollout); fails when the template
-    rewrites history, since no single sequence then matches what the orchestrator saw at every turn."""
-    samples = trajectory_samples(trajectory, chat)
+def single_sample(trajectory: Trajectory, chat: ChatFormat, *, decisions: bool = False) -> TrainingSample:
+    """The trajectory as one sequence, as RL rollouts need (one row per rollout); with ``decisions``, a rollout of
+    forced turns only is one row that trains nothing. Fails when the template rewrites history, since no single
+    sequence then matches what the orchestrator saw at every turn."""
+    samples = trajectory_samples(trajectory, chat, decisions=decisions)
+    if decisions and not samples:
+        whole = single_sample(trajectory, chat)
+        size = len(whole.input_ids)
+        return TrainingSample(whole.input_ids, [0] * size, [NO_TURN] * size, whole.prompt_length)
     if len(samples) != 1:
         raise TrainingDataError(
             f"the chat template rewrites earlier turns (trajectory {trajectory.id} needs {len(samples)} sequences), "

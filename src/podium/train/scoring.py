@@ -9,10 +9,12 @@ from podium.benchmarks.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
 from podium.graders.grader import Grader
-from podium.rewards.grpo import Rollout, filtered_group_advantages
+from podium.rewards.expected import Step, expected_advantages
+from podium.rewards.grpo import Rollout, filtered_group_advantages, mean_and_std
 from podium.rewards.shaping import turn_shaping, well_formed
 from podium.rewards.uno import TurnRollout, agentic_grpo_advantages, mt_grpo_advantages
 from podium.train.config import GRPOConfig, RewardConfig
+from podium.train.samples import TrainingDataError
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ class GroupResult:
 
 def group_result(group: Sequence[Scored], config: GRPOConfig) -> GroupResult:
     """Filters, then trajectory-level GRPO advantages or turn-level ones (Agentic-GRPO, MT-GRPO) over the kept
-    rollouts."""
+    rollouts; or, with ``expected``, the exact per-turn advantages of every path of the group's action tree."""
+    if config.advantage == "expected":
+        return expected_group(group, config.min_group_std)
     rollouts = [
         Rollout(
             reward=scored.reward,
@@ -95,6 +99,37 @@ def group_result(group: Sequence[Scored], config: GRPOConfig) -> GroupResult:
         ]
         per_turn = agentic_grpo_advantages(turn_rollouts, gamma=config.turn_gamma, eta=config.turn_eta)
     return GroupResult(dict(zip(filtered.kept, per_turn, strict=True)))
+
+
+def expected_group(group: Sequence[Scored], min_std: float) -> GroupResult:
+    """Exact advantages of the paths of one episode's tree (every path kept), unless their rewards barely differ."""
+    rewards = [scored.reward for scored in group]
+    _, std = mean_and_std(rewards)
+    if std < min_std:
+        return GroupResult({}, f"homogeneous rewards (std {std:.3g} < {min_std:g})")
+    result = expected_advantages([path_steps(scored.trajectory) for scored in group], rewards)
+    return GroupResult(dict(enumerate(result.per_turn)))
+
+
+def path_steps(trajectory: Trajectory) -> list[Step]:
+    """The choices offered, their probabilities under the policy and the word taken, turn by turn."""
+    steps = []
+    for turn in trajectory.turns:
+        if turn.choice_probs is None:
+            raise TrainingDataError(
+                f"trajectory {trajectory.id}, turn {turn.index}: no choice probabilities; advantage 'expected' needs "
+                "a policy whose every action is one of a few words (route) and a local policy model that scores them"
+            )
+        steps.append((turn.choice_probs, turn.output))
+    return steps
+
+
+def path_probability(trajectory: Trajectory) -> float:
+    """The probability of a path under the policy that explored it (1 for a sampled rollout)."""
+    probability = 1.0
+    for probabilities, word in path_steps(trajectory) if trajectory.turns else []:
+        probability *= probabilities[word] / sum(probabilities.values())
+    return probability
 
 
 def task_preference(item: BenchmarkItem) -> Preference | None:

@@ -44,15 +44,20 @@ def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
 
 
 def sft_rows(
-    trajectories: Iterable[Trajectory], chat: ChatFormat, *, max_length: int, answered_only: bool = False
+    trajectories: Iterable[Trajectory],
+    chat: ChatFormat,
+    *,
+    max_length: int,
+    answered_only: bool = False,
+    decisions: bool = False,
 ) -> list[dict[str, list[int]]]:
     """Pre-tokenized rows (``input_ids``, ``labels``) for TRL; a sample cut to ``max_length`` keeps its start and is
-    dropped when nothing generated survives the cut."""
+    dropped when nothing generated survives the cut; with ``decisions`` only decision tokens are labelled."""
     rows = []
     for trajectory in trajectories:
         if answered_only and trajectory.answer is None:
             continue
-        for sample in trajectory_samples(trajectory, chat):
+        for sample in trajectory_samples(trajectory, chat, decisions=decisions):
             labels = sample.labels[:max_length]
             if any(label != -100 for label in labels):
                 rows.append({"input_ids": sample.input_ids[:max_length], "labels": labels})
@@ -72,9 +77,12 @@ def sft_trainer(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) 
         ChatFormat(tokenizer),
         max_length=config.max_length,
         answered_only=config.answered_only,
+        decisions=config.loss_tokens == "decisions",
     )
     if not rows:
-        raise TrainingDataError("no trajectory has an orchestrator token to train on")
+        raise TrainingDataError(
+            f"no trajectory has an orchestrator token to train on (loss_tokens: {config.loss_tokens})"
+        )
     arguments = trl.SFTConfig(
         **trainer_arguments(config, device),
         num_train_epochs=config.epochs,
@@ -97,6 +105,7 @@ def _peft_config(lora: LoraConfig) -> Any:
         lora_alpha=lora.alpha,
         lora_dropout=lora.dropout,
         target_modules=lora.target_modules,
+        layers_to_transform=lora.layers,
         task_type="CAUSAL_LM",
     )
 

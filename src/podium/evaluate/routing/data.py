@@ -14,16 +14,23 @@ and response at the model's list price.
 """
 
 import hashlib
+import json
+import os
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
 
+from podium import core
 from podium.backends.replay import ReplayBackend, count_tokens, normalise
 from podium.benchmarks.items import BenchmarkItem
 from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.errors import PodiumError
+from podium.graders import math as math_grader
+from podium.graders import math_rules
 from podium.graders.math import math_equivalent
 
 WEAK = "mistralai/Mixtral-8x7B-Instruct-v0.1"
@@ -32,6 +39,10 @@ STRONG = "gpt-4-1106-preview"
 """The dear recorded model."""
 RECORDING = "routing/gsm8k_responses.csv"
 """The recording, relative to the shared data directory."""
+GSM8K_FILE = "math/gsm8k_test.jsonl"
+"""The gold answers, relative to the shared data directory."""
+GRADING_CODE = (math_grader, math_rules, core.answers)
+"""Modules whose code decides a grade (their bytes key the cache of grades)."""
 Split = Literal["train", "validation", "test"]
 
 
@@ -85,20 +96,59 @@ def load_routing(
     """Every GSM8K test question with the outcomes of ``models`` in ``recording`` (default: RouteLLM's), priced
     by Podium's sheet merged with ``prices``."""
     catalog = PriceCatalog.default().merged(prices) if prices is not None else PriceCatalog.default()
-    path = recording or recording_path(data_dir)
+    path = Path(recording or recording_path(data_dir))
     replays = {model: ReplayBackend.from_file(path, model) for model in models}
     price: dict[str, ModelPrice] = {model: catalog.model_price(model) for model in models}
-    items = []
-    for item in get_benchmark("gsm8k").items(data_dir=data_dir):
-        outcomes = {}
+    questions = get_benchmark("gsm8k").items(data_dir=data_dir)
+    records = {}
+    for item in questions:
         for model, replay in replays.items():
             record = replay.index.find(item.question)
             if record is None:
                 raise PodiumError(f"{path}: no recorded answer of {model} for GSM8K item {item.id}")
-            usd = price[model].cost(count_tokens(record.question), count_tokens(record.response))
-            outcomes[model] = Outcome(graded(record.response, str(item.gold)), usd, record.response)
+            records[item.id, model] = record
+    graded_by = GradedCache(path, shared_data_dir(data_dir) / GSM8K_FILE, models)
+    items = []
+    for item in questions:
+        outcomes = {}
+        for model in models:
+            record = records[item.id, model]
+            correct, tokens_in, tokens_out = graded_by.outcome(item, model, record.question, record.response)
+            outcomes[model] = Outcome(correct, price[model].cost(tokens_in, tokens_out), record.response)
         items.append(RoutingItem(item, split_of(item.question), outcomes))
+    graded_by.save()
     return items
+
+
+class GradedCache:
+    """The grades and token counts of a recording's responses, kept in Podium's cache: grading 2,638 responses
+    with math-verify takes most of a minute. The cache file is keyed by the bytes of the recording, of the gold
+    answers and of the grading code, so any change to one grades again."""
+
+    def __init__(self, recording: Path, golds: Path, models: tuple[str, ...]) -> None:
+        digest = hashlib.sha256()
+        for source in (recording, golds, *(Path(module.__file__ or "") for module in GRADING_CODE)):
+            digest.update(source.read_bytes() if source.is_file() else str(source).encode())
+        digest.update(json.dumps([models, version("math-verify")]).encode())
+        self.path = cache_dir("routing") / f"graded-{digest.hexdigest()[:24]}.json"
+        self.entries: dict[str, list] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.changed = False
+
+    def outcome(self, item: BenchmarkItem, model: str, question: str, response: str) -> tuple[bool, int, int]:
+        """(correct, question tokens, response tokens) of ``model``'s recorded response to ``item``."""
+        key = f"{item.id}\t{model}"
+        if key not in self.entries:
+            self.entries[key] = [graded(response, str(item.gold)), count_tokens(question), count_tokens(response)]
+            self.changed = True
+        correct, tokens_in, tokens_out = self.entries[key]
+        return bool(correct), int(tokens_in), int(tokens_out)
+
+    def save(self) -> None:
+        """Write the cache file (atomically) when something was graded."""
+        if self.changed:
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self.entries))
+            os.replace(temporary, self.path)
 
 
 def in_split(items: list[RoutingItem], split: Split) -> list[RoutingItem]:

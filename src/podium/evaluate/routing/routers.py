@@ -11,22 +11,25 @@ cost-accuracy curve. The learned ones see the train split only.
   of its *reply* (a final ``####`` line present, its length, ``<<a=b>>`` calculator annotations whose
   arithmetic is wrong) predicts that it failed, and the strong model is called above the threshold. It pays for
   the weak call on every question; it shows how much the weak reply tells an orchestrator that reads it.
+- ``cascade_checks``: the same cascade, its logistic regression on what the ``check_arithmetic`` tool reports
+  about the weak reply (wrong calculations, a missing, unmarked, fractional or uncomputed final answer, hedging):
+  the observation the trained orchestrator reads, so the two compare a learned 135M model with a linear model on
+  the same evidence.
 
 ``always_weak``, ``always_strong`` and ``oracle`` (strong exactly when it is right and the weak model is not)
 are single operating points.
 """
 
-import ast
-import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
 from podium.evaluate.routing.metrics import Point
+from podium.pool.builtin.arithmetic import check_text, evaluate
 
-LEARNED_ROUTERS = ("knn", "logreg", "cascade")
+LEARNED_ROUTERS = ("knn", "logreg", "cascade", "cascade_checks")
 """The routers trained on the train split."""
 
 
@@ -79,16 +82,20 @@ def knn_scores(train: np.ndarray, train_gain: np.ndarray, queries: np.ndarray, k
     return train_gain[nearest].mean(axis=1).tolist()
 
 
-def fit_logreg(
-    features: np.ndarray, labels: np.ndarray, *, l2: float = 1.0, steps: int = 500, lr: float = 0.5
-) -> np.ndarray:
-    """Weights (bias last) of L2-regularised logistic regression by full-batch gradient descent."""
+def fit_logreg(features: np.ndarray, labels: np.ndarray, *, l2: float = 1.0, steps: int = 50) -> np.ndarray:
+    """Weights (bias last) of L2-regularised logistic regression, fitted to convergence by Newton's method (the
+    bias is not regularised); ``steps`` bounds the iterations."""
     x = np.hstack([features, np.ones((len(features), 1))])
+    penalty = l2 * np.diag(np.r_[np.ones(x.shape[1] - 1), 0.0])
     weights = np.zeros(x.shape[1])
     for _ in range(steps):
         probability = 1.0 / (1.0 + np.exp(-(x @ weights)))
-        gradient = x.T @ (probability - labels) / len(x) + l2 * np.r_[weights[:-1], 0.0] / len(x)
-        weights -= lr * gradient
+        gradient = x.T @ (probability - labels) + penalty @ weights
+        hessian = (x * (probability * (1.0 - probability))[:, None]).T @ x + penalty + 1e-9 * np.eye(x.shape[1])
+        update = np.linalg.solve(hessian, gradient)
+        weights -= update
+        if np.abs(update).max() < 1e-8:
+            break
     return weights
 
 
@@ -99,25 +106,6 @@ def logreg_scores(weights: np.ndarray, features: np.ndarray) -> list[float]:
 
 
 _CALC = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
-def arithmetic(text: str) -> float:
-    """The value of a ``+ - * /`` expression over numbers; ValueError for anything else."""
-
-    def value(node: ast.expr) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return float(node.value)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -value(node.operand)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
-        raise ValueError("not plain arithmetic")
-
-    try:
-        return value(ast.parse(text.replace(",", ""), mode="eval").body)
-    except (SyntaxError, ZeroDivisionError) as error:
-        raise ValueError(str(error)) from error
 
 
 def reply_features(reply: str) -> list[float]:
@@ -125,18 +113,25 @@ def reply_features(reply: str) -> list[float]:
     wrong = 0
     for expression, result in _CALC.findall(reply):
         try:
-            wrong += abs(arithmetic(expression) - float(result.replace(",", ""))) > 1e-6
+            wrong += abs(evaluate(expression) - float(result.replace(",", ""))) > 1e-6
         except ValueError:
             continue
     return [float("####" in reply), float(np.log1p(len(reply))) / 8.0, float(min(wrong, 3))]
 
 
-def cascade_scores(train: Sequence[RoutingItem], test: Sequence[RoutingItem]) -> list[float]:
-    """Probability that the weak reply is wrong, by logistic regression on :func:`reply_features` (train split)."""
-    features = np.array([reply_features(item.outcomes[WEAK].response) for item in train])
+def cascade_scores(
+    train: Sequence[RoutingItem], test: Sequence[RoutingItem], features: Callable[[str], list[float]] = reply_features
+) -> list[float]:
+    """Probability that the weak reply is wrong, by logistic regression on ``features`` of it (train split)."""
+    x = np.array([features(item.outcomes[WEAK].response) for item in train])
     labels = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
-    weights = fit_logreg(features, labels, l2=0.1, steps=2000)
-    return logreg_scores(weights, np.array([reply_features(item.outcomes[WEAK].response) for item in test]))
+    weights = fit_logreg(x, labels, l2=0.1)
+    return logreg_scores(weights, np.array([features(item.outcomes[WEAK].response) for item in test]))
+
+
+def check_features(reply: str) -> list[float]:
+    """What ``check_arithmetic`` reports about a reply, as numbers."""
+    return check_text(reply).features()
 
 
 def router_curves(
@@ -159,4 +154,5 @@ def router_curves(
         "knn": sweep(test, knn_scores(train_vectors, gain(train), test_vectors)),
         "logreg": sweep(test, logreg_scores(weights, test_vectors)),
         "cascade": sweep(test, cascade_scores(train, test), cascade=True),
+        "cascade_checks": sweep(test, cascade_scores(train, test, check_features), cascade=True),
     }

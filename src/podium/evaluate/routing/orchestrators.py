@@ -1,0 +1,126 @@
+"""An orchestrator evaluated with ``podium eval`` on recorded outcomes, read as a router: its greedy operating
+point, and the curve its escalation probability traces when thresholded (the routers' own APGR definition).
+
+The orchestrator plays the ``route`` policy over replay workers: it names a worker, reads the reply, then accepts
+or escalates. Its trajectory records the probability of every word at each turn. At the first decision after a
+reply, ``1 − P(accept)`` is its escalation score; sweeping a threshold over the scores (escalate where the score
+reaches it, to the worker it ranks first) gives one operating point per threshold, each question's outcome read
+from the recording of the worker it would then have accepted (every alternative's outcome is recorded, so no
+episode is re-run). Questions on which it called the dear worker first count as strong calls at every threshold.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
+from podium.evaluate.routing.metrics import Point
+from podium.evaluate.runner import EvalRecord, load_run
+from podium.policies.route import ACCEPT, ROLE
+from podium.pool.config import PoolConfig
+from podium.pool.pool import load_pool_config
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What one orchestrated question tells: which workers it asked, in order, and the escalation score."""
+
+    item: RoutingItem
+    asked: list[str]
+    """Recorded models of the workers asked, in order."""
+    escalation: float | None
+    """1 − P(accept) at the first decision after a reply (None when it never got there)."""
+    escalate_to: str | None
+    """The recorded model it ranked first among the escalations at that decision."""
+    correct: bool
+    usd: float
+
+
+@dataclass(frozen=True)
+class OrchestratorRun:
+    """One evaluated orchestrator."""
+
+    name: str
+    episodes: list[Episode]
+
+    def greedy(self) -> Point:
+        """The operating point it reached when run (greedy decoding)."""
+        count = len(self.episodes)
+        return Point(
+            strong_share=sum(STRONG in episode.asked for episode in self.episodes) / count,
+            accuracy=sum(episode.correct for episode in self.episodes) / count,
+            usd_per_question=sum(episode.usd for episode in self.episodes) / count,
+        )
+
+    def calls(self) -> float:
+        """Worker calls per question."""
+        return sum(len(episode.asked) for episode in self.episodes) / len(self.episodes)
+
+    def share(self, model: str) -> float:
+        """Share of questions on which it asked ``model``."""
+        return sum(model in episode.asked for episode in self.episodes) / len(self.episodes)
+
+    def curve(self) -> list[Point]:
+        """The operating points of every threshold on its escalation score (see the module notes)."""
+        scores = [e.escalation if e.escalation is not None and e.asked[:1] == [WEAK] else None for e in self.episodes]
+        thresholds = sorted({score for score in scores if score is not None}, reverse=True)
+        none = self._point([False] * len(scores))
+        return [none, *(self._point([s is not None and s >= t for s in scores]) for t in thresholds)]
+
+    def _point(self, escalate: Sequence[bool]) -> Point:
+        correct, usd, strong = 0, 0.0, 0
+        for episode, up in zip(self.episodes, escalate, strict=True):
+            first = episode.asked[0] if episode.asked else WEAK
+            final = (episode.escalate_to or STRONG) if up else first
+            chosen = episode.item.outcomes[final]
+            correct += chosen.correct
+            usd += chosen.usd + (episode.item.outcomes[first].usd if up else 0.0)
+            strong += STRONG in (first, final)
+        count = len(self.episodes)
+        return Point(strong_share=strong / count, accuracy=correct / count, usd_per_question=usd / count)
+
+
+def read_orchestrator(name: str, run_dir: str | Path, items: Sequence[RoutingItem]) -> OrchestratorRun:
+    """The evaluated orchestrator in ``run_dir`` (a ``podium eval`` run of a route-policy system over replay
+    workers, on a tasks file of ``podium routing tasks``) on ``items``, matched by item id."""
+    manifest, records = load_run(run_dir)
+    models = worker_models(manifest.system_config.get("pool"), Path(run_dir))
+    by_id = {item.item.id: item for item in items}
+    episodes = [episode(record, by_id[record.item_id], models) for record in records if record.item_id in by_id]
+    if not episodes:
+        raise ValueError(f"{run_dir}: none of its {len(records)} results is an item of the routing split")
+    return OrchestratorRun(name, episodes)
+
+
+def worker_models(pool: object, run_dir: Path) -> dict[str, str]:
+    """Worker label → recorded model, from the system config's pool (a path or an inline pool)."""
+    if isinstance(pool, str):
+        config = load_pool_config(pool)
+    elif isinstance(pool, dict):
+        config = PoolConfig.from_dict(pool, source=f"{run_dir} system pool")
+    else:
+        raise ValueError(f"{run_dir}: the system config names no pool of replay workers")
+    return {worker.name: worker.model for worker in config.workers if worker.backend == "replay"}
+
+
+def episode(record: EvalRecord, item: RoutingItem, models: dict[str, str]) -> Episode:
+    """One result as an :class:`Episode`."""
+    trajectory = record.trajectory
+    asked = [models.get(str(result.call.arguments.get("model")), "?") for result in trajectory.results
+             if result.call.name == ROLE and isinstance(result.call.arguments, dict)]  # fmt: skip
+    escalation, escalate_to = None, None
+    for turn in trajectory.turns:
+        if turn.choice_probs and ACCEPT in turn.choice_probs:
+            total = sum(turn.choice_probs.values())
+            escalation = 1.0 - turn.choice_probs[ACCEPT] / total
+            others = {word: p for word, p in turn.choice_probs.items() if word != ACCEPT}
+            escalate_to = models.get(max(others, key=others.__getitem__)) if others else None
+            break
+    return Episode(
+        item,
+        asked,
+        escalation,
+        escalate_to,
+        bool(record.verdict.correct),
+        trajectory.usage.usd,
+    )

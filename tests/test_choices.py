@@ -1,0 +1,95 @@
+"""Exact decoding among a few words: branching positions, greedy and sampled choices, probabilities that match
+token-by-token constrained decoding, the prompt cache, and the contract every backend keeps."""
+
+import asyncio
+import math
+import random
+
+import pytest
+
+from podium.backends.base import BackendError
+from podium.backends.choices import decision_positions, decode_choice
+from podium.backends.scripted import ScriptedBackend
+from podium.core.messages import Message
+
+
+def test_decisions_are_where_the_words_branch() -> None:
+    assert decision_positions([[1, 2, 9], [3, 9]]) == [[0], [0]]
+    assert decision_positions([[1, 2, 9], [1, 3, 9], [4, 9]]) == [[0, 1], [0, 1], [0]]
+    assert decision_positions([[1, 9], [1, 2, 9]]) == [[1], [1]]  # a word that is a prefix of another
+    assert decision_positions([[5, 6, 9]]) == [[]]  # one choice: nothing to decide
+
+
+def logits_from(table: dict[tuple[int, ...], dict[int, float]], calls: list) -> object:
+    def next_logits(prefix):
+        calls.append(tuple(prefix))
+        row = [-50.0] * 10
+        for token, value in table[tuple(prefix)].items():
+            row[token] = value
+        return row
+
+    return next_logits
+
+
+def test_probabilities_are_the_renormalised_products_at_branching_positions() -> None:
+    sequences = [[1, 2, 9], [1, 3, 9], [4, 9]]
+    table = {(): {1: math.log(3), 4: 0.0}, (1,): {2: 0.0, 3: math.log(4)}}
+    calls: list = []
+    decoded = decode_choice(sequences, logits_from(table, calls), temperature=0.0, rng=random.Random(0))
+    assert decoded.probabilities == pytest.approx([0.75 * 0.2, 0.75 * 0.8, 0.25])
+    assert decoded.index == 1  # greedy: token 1 (0.75) at the first branch, then token 3 (0.8)
+    assert sorted(set(calls)) == [(), (1,)]  # one model call per branching prefix
+
+
+def test_sampling_follows_the_distribution_at_its_temperature() -> None:
+    sequences = [[1, 9], [2, 9]]
+    table = {(): {1: math.log(3), 2: 0.0}}
+    rng = random.Random(7)
+    picks = [decode_choice(sequences, logits_from(table, []), temperature=1.0, rng=rng).index for _ in range(4000)]
+    assert picks.count(0) / len(picks) == pytest.approx(0.75, abs=0.03)
+    sharp = [decode_choice(sequences, logits_from(table, []), temperature=0.25, rng=rng).index for _ in range(2000)]
+    assert sharp.count(0) / len(sharp) == pytest.approx(81 / 82, abs=0.02)  # (3/1)^(1/0.25) = 81 : 1
+
+
+def test_a_backend_that_cannot_choose_refuses_and_a_reply_outside_the_set_is_malformed() -> None:
+    messages = [Message(role="user", content="pick")]
+    with pytest.raises(BackendError, match="cannot constrain replies to a set of choices"):
+        asyncio.run(ScriptedBackend(["a"]).generate(messages, choices=["a", "b"]))
+    with pytest.raises(BackendError, match="none of the choices"):
+        asyncio.run(ScriptedBackend(["c"], supports_choices=True).generate(messages, choices=["a", "b"]))
+    with pytest.raises(BackendError, match="one of json_schema, regex or choices"):
+        asyncio.run(ScriptedBackend(["a"], supports_choices=True, supports_regex=True).generate(
+            messages, choices=["a"], regex="a"))  # fmt: skip
+
+
+def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from podium.backends.local import LocalBackend, LocalBackendConfig
+    from tests.test_train_support import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer)
+    backend = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
+    messages = [Message(role="system", content="Pick a tool."), Message(role="user", content="What is 12 * 34?")]
+    words = ["python", "answer"]
+    reply = asyncio.run(backend.generate(messages, choices=words, max_tokens=8))
+    prompt = tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in messages], add_generation_prompt=True, tokenize=True,
+        return_dict=True,
+    )["input_ids"]  # fmt: skip
+
+    sequences = [[*tokenizer(w, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id] for w in words]
+    first = [seq[0] for seq in sequences]
+    assert len(set(first)) == 2, "the test words must branch at their first token"
+    with torch.inference_mode():
+        root = torch.log_softmax(model(input_ids=torch.tensor([prompt])).logits[0, -1].float(), dim=-1)
+    expected = torch.softmax(torch.tensor([float(root[token]) for token in first]), dim=0).tolist()
+    assert [reply.choice_probs[w] for w in words] == pytest.approx(expected, rel=1e-4)
+    assert reply.text == words[max(range(2), key=expected.__getitem__)]
+    extended = [*messages, Message(role="assistant", content=reply.text), Message(role="user", content="408")]
+    cached = asyncio.run(backend.generate(extended, choices=words)).choice_probs
+    fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
+    assert asyncio.run(fresh.generate(extended, choices=words)).choice_probs == pytest.approx(cached, rel=1e-4)
+    forced = asyncio.run(backend.generate(messages, choices=["answer"]))
+    assert (forced.text, forced.choice_probs, forced.output_tokens) == ("answer", {"answer": 1.0}, 0)

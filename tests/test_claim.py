@@ -1,0 +1,37 @@
+"""The claim's evaluation path end to end (`make claim-eval`) on three test questions with the committed adapters,
+so that a change anywhere on that path (policies, backends, eval, routing) cannot break it unnoticed; and the
+claim's configs load."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("peft")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
+    venv = Path(sys.executable).parent.parent
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = ["make", "--no-print-directory", "claim-eval", f"VENV={venv}", f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3"]
+    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["n_test"] == 3
+    # On the first three test questions GPT-4 is no better than Mixtral: no gap to recover, and the table says so.
+    assert set(result["apgr"].values()) == {None} and "undefined" in result["notes"][0]
+    for metric in ("apgr", "accuracy", "usd_per_question", "cpt50", "cpt80", "strong_share"):
+        assert {"orchestrator_grpo", "orchestrator_sft", "random", "knn", "logreg", "cascade", "cascade_checks"} <= set(
+            result[metric]
+        ), metric
+    assert all(0.0 <= share <= 1.0 for share in result["strong_share"].values())
+    assert all(0.0 <= accuracy <= 1.0 for accuracy in result["accuracy"].values())
+    records = [json.loads(line) for line in (tmp_path / "eval-grpo-first3" / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3
+    decisions = [turn["choice_probs"] for record in records for turn in record["trajectory"]["turns"]]
+    assert all(probs and sum(probs.values()) == pytest.approx(1.0) for probs in decisions)
