@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 import typer
 
 from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
+from podium.cli.output import print_json_line
+from podium.core.printable import printable
 from podium.errors import ConfigError
 from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.record import record
@@ -48,6 +50,7 @@ def record_command(
 
     right = record(backend, items, out, backend.model, max_tokens=max_tokens, progress=progress)
     summary = {"out": str(out), "model": backend.model, "questions": len(items), "correct": right}
-    typer.echo(
-        json.dumps(summary) if as_json else f"{right}/{len(items)} right; replay column '{backend.model}' in {out}"
-    )
+    if as_json:
+        print_json_line(summary)
+    else:
+        typer.echo(printable(f"{right}/{len(items)} right; replay column '{backend.model}' in {out}"))
