@@ -3,6 +3,7 @@ grammar-constrained decoding (regular expressions and JSON schemas) through llgu
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -181,4 +182,7 @@ def load_adapter(model: Any, adapter: str) -> Any:
             "config writes one"
         )
     peft = require_extra("local", "peft")
-    return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    with warnings.catch_warnings():
+        # peft asks the model `is_gradient_checkpointing`, which transformers deprecates: not the user's concern.
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
