@@ -8,57 +8,26 @@ import pytest
 from typer.testing import CliRunner
 
 from podium.cli import app
-from podium.cli.common import stage_config
 from podium.cli.output import print_json_line
 from podium.config import MAX_ALIAS_NODES, read_structured_file
 from podium.core.budget import Budget
 from podium.costs.prices import PriceCatalog
-from podium.data.collect import CollectConfig
-from podium.data.preferences import read_preferences
 from podium.errors import ConfigError
 from podium.evaluate.system_config import load_system_config
-from podium.experiments import load_experiment
-from podium.pool.descriptions import read_descriptions
-from podium.pool.pool import load_pool_config
 from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
-from podium.train.config import SFTConfig
+
+from .hostile import LOADERS, bomb_file, non_finite_campaign
 
 runner = CliRunner()
 
 
-def alias_bomb(width: int = 10, depth: int = 8) -> str:
-    """A few hundred bytes that expand to ``width ** depth`` nodes when every alias is written out."""
-    lines = [f"b0: &b0 [{', '.join(['x'] * width)}]"]
-    lines += [f"b{d}: &b{d} [{', '.join([f'*b{d - 1}'] * width)}]" for d in range(1, depth)]
-    return "\n".join(lines) + "\n"
-
-
-# Every kind of YAML file Podium reads, each with the bomb where its loader walks the tree (under the last key of
-# the text before it, if any).
-LOADERS = {
-    "pool": (load_pool_config, "workers: [{name: w, backend: scripted, model: m, replies: [x]}]\nschemas:\n"),
-    "system": (load_system_config, "kind: orchestrator\n"),
-    "run": (RunConfig.from_file, ""),
-    "sandbox": (SandboxConfig.from_file, ""),
-    "prices": (PriceCatalog.from_file, "models:\n"),
-    "descriptions": (read_descriptions, ""),
-    "preferences": (read_preferences, ""),
-    "experiment": (lambda path: load_experiment(path, "small"), ""),
-    "train": (SFTConfig.from_file, ""),
-    "data stage": (lambda path: stage_config(CollectConfig, path, {}), ""),
-}
-
-
 @pytest.mark.parametrize("kind", LOADERS)
 def test_an_alias_bomb_is_refused_before_it_expands_in_every_kind_of_file(tmp_path, kind):
-    load, before = LOADERS[kind]
-    bomb = alias_bomb()
-    path = tmp_path / f"{kind.replace(' ', '-')}.yaml"
-    path.write_text(before + ("  " + bomb.replace("\n", "\n  ") if before.endswith(":\n") else bomb))
+    path = bomb_file(tmp_path, kind, width=10, depth=8)  # 10^8 nodes written out
     assert path.stat().st_size < 1000
     with pytest.raises(ConfigError, match=rf"{path.name}:\d+: YAML aliases expand this document by more than"):
-        load(path)
+        LOADERS[kind][0](path)
 
 
 def test_aliases_that_repeat_a_little_still_load(tmp_path):
@@ -168,6 +137,10 @@ def test_cli_flags_refuse_non_finite_numbers(command):
     result = runner.invoke(app, command)
     assert result.exit_code == 2
     assert "is not a finite number" in result.output or "Input should be" in result.output
+
+
+def test_no_config_field_takes_a_non_finite_number():
+    assert non_finite_campaign(seed=25, tries=400) == []
 
 
 def test_json_lines_hold_only_json_numbers(capsys):

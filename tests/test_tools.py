@@ -10,6 +10,8 @@ from podium.costs import PriceCatalog, ToolPrice
 from podium.errors import ToolDefinitionError
 from podium.pool import Tool, ToolOutput, ToolRegistry, tool
 
+from .hostile import size_campaign
+
 
 @tool
 def add(a: int, b: float = 2.0, mode: Literal["sum", "difference"] = "sum", tags: list[str] | None = None) -> float:
@@ -374,3 +376,8 @@ def test_a_per_second_price_is_charged_up_to_the_time_limit_only():
     )
     result = run(registry.call(ToolCall(name="slow")))
     assert result.status is Status.TIMEOUT and result.usage.usd <= 0.1
+
+
+def test_a_campaign_of_oversized_and_deep_results_keeps_the_size_policy():
+    campaign = size_campaign(seed=28, calls=40)
+    assert campaign.violations == [] and campaign.calls == 40

@@ -11,6 +11,8 @@ from podium.cli import app
 from podium.cli.output import shown
 from podium.core.printable import json_printable, printable
 
+from .hostile import text_campaign
+
 runner = CliRunner()
 
 # What a terminal would act on: OSC 52 (write the clipboard), clear the screen, set the title, an 8-bit CSI, a
@@ -49,6 +51,11 @@ def test_shown_text_renders_as_its_own_characters(text):
     console.print(f"[bold]answer:[/bold] {shown(text)}")
     assert console.export_text().rstrip("\n") == f"answer: {text}"
     assert "\x1b]8;" not in console.export_text(styles=True)  # no hyperlink
+
+
+def test_random_hostile_texts_print_as_text_in_markup_and_json():
+    campaign = text_campaign(seed=28, texts=400)
+    assert campaign.violations == []
 
 
 def scripted_run_pool(tmp_path, replies: list[str]) -> str:

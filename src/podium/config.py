@@ -12,6 +12,8 @@ cannot expand into a huge tree (an alias bomb) that validation would then walk f
 """
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -152,39 +154,43 @@ def read_structured_file(path: str | Path) -> Any:
     if node is None:
         return None
     loader = _LOADER("")
-    try:
-        return loader.construct_document(node)
-    except yaml.YAMLError as error:
-        raise ConfigError(_yaml_problem(error, path)) from error
-    except RecursionError as error:
-        raise ConfigError(f"{path}: nested too deeply to read") from error
-    finally:
-        loader.dispose()
+    with _reading(path):
+        try:
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
 
 
 def _parse_json(text: str, path: Path) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}:{error.lineno}:{error.colno}: cannot parse: {error.msg}") from error
-    except RecursionError as error:
-        raise ConfigError(f"{path}: nested too deeply to read") from error
+    with _reading(path):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path}:{error.lineno}:{error.colno}: cannot parse: {error.msg}") from error
 
 
 def _compose(text: str, path: Path) -> yaml.Node | None:
     """The YAML document's node graph (aliases share nodes), refused when aliases expand it too far."""
     loader = _LOADER(text)
+    with _reading(path):
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    if node is not None:
+        _check_aliases(node, path)
+    return node
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Parser errors as :class:`ConfigError` naming the file (and, for YAML, the line and column)."""
     try:
-        node = loader.get_single_node()
+        yield
     except yaml.YAMLError as error:
         raise ConfigError(_yaml_problem(error, path)) from error
     except RecursionError as error:
         raise ConfigError(f"{path}: nested too deeply to read") from error
-    finally:
-        loader.dispose()
-    if node is not None:
-        _check_aliases(node, path)
-    return node
 
 
 def _check_aliases(root: yaml.Node, path: Path) -> None:
