@@ -3,7 +3,6 @@ grammar-constrained decoding (regular expressions and JSON schemas) through llgu
 
 import asyncio
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,7 @@ from podium.core.messages import Message
 from podium.core.progress import token_progress
 from podium.costs.bounds import prompt_token_bound
 from podium.costs.prices import ModelPrice
-from podium.extras import require_extra
+from podium.extras import quiet_library_deprecations, require_extra
 
 
 class LocalBackendConfig(Config):
@@ -79,6 +78,7 @@ class LocalBackend(ChatBackend):
         torch = require_extra("local", "torch")
         transformers = require_extra("local", "transformers")
         transformers.utils.logging.disable_progress_bar()
+        quiet_library_deprecations()
         source = Path(self.config.path) if self.config.path else embedded_model_dir()
         local_only = Path(source).exists()
         device = self.config.device
@@ -182,7 +182,4 @@ def load_adapter(model: Any, adapter: str) -> Any:
             "config writes one"
         )
     peft = require_extra("local", "peft")
-    with warnings.catch_warnings():
-        # peft asks the model `is_gradient_checkpointing`, which transformers deprecates: not the user's concern.
-        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-        return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
