@@ -17,6 +17,7 @@ import sys
 import textwrap
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from podium.sandbox import tagged_processes
 
@@ -34,7 +35,7 @@ class KillRound:
     seconds_to_gone: float
     """From the kill to the last tagged process gone (the grace period when some were left)."""
     delay_s: float
-    """How long after its pool began filling the host was killed."""
+    """How long after its pool began filling (or its first item was done) the host was killed."""
 
 
 def _host_script(tag: str, warm: int, concurrent: int) -> str:
@@ -78,6 +79,50 @@ def kill_busy_host(
         host.wait()
         if host.stdout is not None:
             host.stdout.close()
+    return _leftovers(tag, delay)
+
+
+EVAL_SYSTEM = """kind: orchestrator
+policy: serial
+max_turns: 3
+pool:
+  workers:
+    - name: boss
+      backend: scripted
+      model: m
+      replies: ['<tool_call>{{"name": "python", "arguments": {{"code": "print(1)"}}}}</tool_call>']
+      price: {{input_per_mtok: 0, output_per_mtok: 0}}
+  tools: [python]
+  sandbox: {{tag: {tag}, warm_sandboxes: 2}}
+"""
+"""A scripted orchestrator that calls the python tool in each of its three turns: every item uses sandboxes."""
+
+
+def kill_eval(tag: str, directory: Path, *, rng: random.Random, max_delay_s: float = 1.0) -> KillRound:
+    """One round of ``podium eval`` (GSM8K items, two at a time, each calling the sandboxed python tool): SIGKILL
+    it at a random moment once its first item is done, report what its sandboxes left."""
+    system = directory / "system.yaml"
+    system.write_text(EVAL_SYSTEM.format(tag=tag))
+    out = directory / "run"
+    command = [sys.executable, "-m", "podium", "eval", "--benchmark", "gsm8k", "--system", str(system)]
+    command += ["--limit", "200", "--concurrency", "2", "--out", str(out), "--quiet"]
+    evaluation = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + START_WAIT_S
+        while not (out / "results.jsonl").exists() or not (out / "results.jsonl").stat().st_size:
+            if evaluation.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"podium eval did not finish an item (exit code {evaluation.poll()})")
+            time.sleep(0.01)
+        delay = rng.uniform(0, max_delay_s)
+        time.sleep(delay)
+    finally:
+        evaluation.send_signal(signal.SIGKILL)  # this module's own child
+        evaluation.wait()
+    return _leftovers(tag, delay)
+
+
+def _leftovers(tag: str, delay: float) -> KillRound:
+    """Wait up to the grace period for the tagged processes to go; kill and describe those that did not."""
     killed = time.monotonic()
     while (left := tagged_processes(tag)) and time.monotonic() - killed < GRACE_S:
         time.sleep(0.01)
