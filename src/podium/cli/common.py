@@ -1,6 +1,6 @@
-"""What the command modules share: console streams, common options, error exits, pool loading, JSON Lines, the
-trace of a trajectory, the live display of a running episode, and the options, config assembly and funnel report
-of the data stages."""
+"""What the command modules share: console streams, common options, error exits, pool loading, the trace of a
+trajectory, the live display of a running episode, and the options, config assembly and funnel report of the
+data stages. (Printing untrusted text and JSON Lines: :mod:`podium.cli.output`.)"""
 
 import time
 from pathlib import Path
