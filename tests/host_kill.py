@@ -24,6 +24,8 @@ from podium.sandbox import tagged_processes
 GRACE_S = 5.0
 """How long the sandboxes of a killed host may take to go (they go within milliseconds when nothing is stuck)."""
 START_WAIT_S = 60.0
+SETTLE_S = 0.3
+"""How long none of a round's processes must be seen before the round counts as clean."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ pool:
 def kill_eval(tag: str, directory: Path, *, rng: random.Random, max_delay_s: float = 1.0) -> KillRound:
     """One round of ``podium eval`` (GSM8K items, two at a time, each calling the sandboxed python tool): SIGKILL
     it at a random moment once its first item is done, report what its sandboxes left."""
-    system = directory / "system.yaml"
+    system = directory / f"{tag}.yaml"  # the tag on its command line marks copies forked before an exec
     system.write_text(EVAL_SYSTEM.format(tag=tag))
     out = directory / "run"
     command = [sys.executable, "-m", "podium", "eval", "--benchmark", "gsm8k", "--system", str(system)]
@@ -122,15 +124,36 @@ def kill_eval(tag: str, directory: Path, *, rng: random.Random, max_delay_s: flo
 
 
 def _leftovers(tag: str, delay: float) -> KillRound:
-    """Wait up to the grace period for the tagged processes to go; kill and describe those that did not."""
+    """Wait up to the grace period for the round's processes to go (and stay gone for a moment: a copy of the host
+    forked just before the kill may still become bubblewrap); kill and describe those that did not."""
     killed = time.monotonic()
-    while (left := tagged_processes(tag)) and time.monotonic() - killed < GRACE_S:
+    gone_since = None
+    while time.monotonic() - killed < GRACE_S:
+        if _round_processes(tag):
+            gone_since = None
+        elif gone_since is None:
+            gone_since = time.monotonic()
+        elif time.monotonic() - gone_since >= SETTLE_S:
+            break
         time.sleep(0.01)
-    gone_after = time.monotonic() - killed
+    left = _round_processes(tag)
+    gone_after = (gone_since or time.monotonic()) - killed
     leftovers = [_describe(pid) for pid in left]
-    for pid in left:  # this round's own sandboxes: end them so that nothing outlives the round
+    for pid in left:  # this round's own processes: end them so that nothing outlives the round
         _kill(pid)
     return KillRound(leftovers=[item for item in leftovers if item], seconds_to_gone=gone_after, delay_s=delay)
+
+
+def _round_processes(tag: str) -> set[int]:
+    """The tagged processes, and copies of the host forked to start a sandbox that have not become bubblewrap yet
+    (their command line is still the host's, which holds the tag)."""
+    found = set(tagged_processes(tag))
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if tag.encode() in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+    return found
 
 
 def _describe(pid: int) -> str:
