@@ -1,6 +1,7 @@
 """The sandbox's cost and its containment under heavy loops, each figure against a baseline from the same run.
 
-    python benchmarks/bench_sandbox.py [--calls 50] [--kill-rounds 40] [--cpu-rounds 20]   (0 skips a section)
+    python benchmarks/bench_sandbox.py [--calls 50] [--kill-rounds 40] [--busy-kill-rounds 40] [--eval-kill-rounds 12]
+        [--cpu-rounds 20]   (0 skips a section)
 
 1. Latency of a short call (``print(1)``): a bare ``python -I -B -c`` subprocess (the sandbox runs its
    interpreter with the same flags), a call served by a warm sandbox (the pool refilled between calls) and a
@@ -10,7 +11,13 @@
 2. kill -9 of the parent: a separate Python process starts a sandbox running ``sleep 3600`` (wall limit 120 s),
    alternately cold and from a warm pool; once the program runs, the parent is killed with SIGKILL; every
    process of the sandbox (found by its tag) must be gone within 5 s. Target (issue 15): 0 survivors.
-3. CPU-time limit under load: programs spinning at the limit, several at once, some ignoring SIGXCPU (so the
+3. kill -9 of a busy host: a host keeps a warm pool busy (short calls back to back, three at once, the pool
+   replacing each sandbox used) and is killed with SIGKILL at a random moment in its first 0.5 s, so that
+   sandboxes are starting, warm, running or torn down; its processes (found by the tag) must be gone within
+   5 s. Target (issue 28): 0 rounds with leftovers (at 3e5431e: 7 of 40, a root bubblewrap stuck in set-up).
+   The same for ``podium eval`` (GSM8K items two at a time, a scripted orchestrator calling the python tool in
+   each turn) killed at a random moment in the second after its first item (at 3e5431e: 2 leftovers in 12).
+4. CPU-time limit under load: programs spinning at the limit, several at once, some ignoring SIGXCPU (so the
    kernel kills them with SIGKILL at the hard limit). Target (issue 13): every one TIMEOUT.
 """
 
@@ -18,13 +25,21 @@ import argparse
 import asyncio
 import collections
 import os
+import random
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
+from pathlib import Path
+
+# The kill campaign lives with the test that runs a small version of it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.host_kill import KillRound, kill_busy_host, kill_eval
 
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
@@ -169,6 +184,34 @@ def kill_rounds(rounds: int) -> None:
     )
 
 
+def busy_kill_rounds(rounds: int) -> None:
+    rng = random.Random(28)
+    results = [kill_busy_host(f"bench-busy-{uuid.uuid4().hex[:12]}", rng=rng) for _ in range(rounds)]
+    _report_kills("kill -9 of a host with a busy warm pool", results, "after the pool began filling")
+
+
+def eval_kill_rounds(rounds: int) -> None:
+    rng = random.Random(28)
+    results = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as directory:
+            results.append(kill_eval(f"bench-eval-{uuid.uuid4().hex[:12]}", Path(directory), rng=rng))
+    _report_kills("kill -9 of podium eval", results, "after its first item")
+
+
+def _report_kills(what: str, results: list[KillRound], since: str) -> None:
+    failed = [r for r in results if r.leftovers]
+    seconds = [r.seconds_to_gone for r in results]
+    print(
+        f"{what}, {len(results)} rounds: {len(failed)} with leftovers after {GRACE_S:g} s "
+        f"({sum(len(r.leftovers) for r in failed)} processes); sandboxes gone in p50 "
+        f"{percentile(seconds, 0.5) * 1e3:.0f} ms, max {max(seconds) * 1e3:.0f} ms "
+        f"({'meets' if not failed else 'misses'} the 0 target)"
+    )
+    for result in failed:
+        print(f"  killed {result.delay_s * 1e3:.0f} ms {since}: {result.leftovers}")
+
+
 def cpu_rounds(rounds: int) -> None:
     sandbox = Sandbox(SandboxConfig(cpu_time_s=1, wall_time_s=120, max_concurrent=4))
 
@@ -189,11 +232,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--kill-rounds", type=int, default=40)
+    parser.add_argument("--busy-kill-rounds", type=int, default=40)
+    parser.add_argument("--eval-kill-rounds", type=int, default=12)
     parser.add_argument("--cpu-rounds", type=int, default=20)
     arguments = parser.parse_args()
     for section, count in (
         (latency, arguments.calls),
         (kill_rounds, arguments.kill_rounds),
+        (busy_kill_rounds, arguments.busy_kill_rounds),
+        (eval_kill_rounds, arguments.eval_kill_rounds),
         (cpu_rounds, arguments.cpu_rounds),
     ):
         if count > 0:  # 0 skips a section

@@ -1,13 +1,16 @@
 """A small MCP server for the tests, on the official SDK: ``python -m tests.mcp_server_script`` serves over
-stdio, ``… --http PORT`` over streamable HTTP on 127.0.0.1. Its tools add, fail, sleep and crash the server."""
+stdio, ``… --http PORT`` over streamable HTTP on 127.0.0.1. Its tools add, fail, sleep, crash the server, and
+return too much: megabytes of text or of error, and structured content nested thousands of levels deep."""
 
 import asyncio
 import os
 import sys
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
-server = MCPServer("podium-test-server")
+server = MCPServer("podium-test-server", log_level="CRITICAL")  # the big errors are results, not log noise
 
 
 @server.tool()
@@ -33,6 +36,24 @@ async def sleep(seconds: float) -> str:
     """Sleep, then say so."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool()
+def big(megabytes: float, error: bool = False) -> str:
+    """Return (or fail with) that many megabytes of text."""
+    text = "x" * int(megabytes * 1_000_000)
+    if error:
+        raise ToolError(text)
+    return text
+
+
+@server.tool(structured_output=True)
+def deep(levels: int) -> dict[str, Any]:
+    """A structured value nested ``levels`` deep."""
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        value = {"inner": value}
+    return value
 
 
 @server.tool()

@@ -240,5 +240,5 @@ def test_the_episode_reports_its_steps_and_the_live_line_shows_them():
     display = LiveEpisode("serial · boss-m")
     for event in [EpisodeEvent("generating", 0), EpisodeEvent("tokens", 0, tokens=17)]:
         display.update(event)
-    line = display.__rich__()
+    line = display.__rich__().plain
     assert "turn 1" in line and "17 tokens generated" in line and line.endswith(" s")

@@ -1,8 +1,10 @@
+import warnings
+
 import pytest
 
 from podium.config import Config
 from podium.errors import ConfigError, MissingExtraError
-from podium.extras import require_extra
+from podium.extras import quiet_library_deprecations, require_extra
 from podium.sandbox import SandboxConfig
 
 
@@ -25,3 +27,13 @@ def test_missing_extra_says_what_to_install():
     with pytest.raises(MissingExtraError, match=r"pip install 'podium\[local\]'"):
         require_extra("local", "a_module_that_does_not_exist_anywhere")
     assert require_extra("local", "json").dumps([]) == "[]"
+
+
+def test_the_libraries_deprecations_of_each_other_are_quiet_and_others_are_not():
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_library_deprecations()
+        # what peft triggers on every adapter load, reading a property transformers deprecates
+        warnings.warn("`is_gradient_checkpointing` is deprecated and will go.", FutureWarning, stacklevel=1)
+        warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["something else is deprecated"]

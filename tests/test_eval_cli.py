@@ -45,7 +45,7 @@ def test_invalid_inputs_exit_2_with_the_reason(tmp_path):
     bad.write_text("kind: single_model\nbackend: {kind: scripted}\n")
     runner = CliRunner()
     result = runner.invoke(app, ["eval", "--benchmark", "gsm8k", "--system", str(bad), "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2 and "backend.scripted.replies" in result.output
+    assert result.exit_code == 2 and "bad.yaml:2: backend.replies: Field required" in result.output
     result = runner.invoke(app, ["eval", "--benchmark", "nope", "--system", str(bad), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "unknown benchmark 'nope'" in result.output
     result = runner.invoke(app, ["report", str(tmp_path), "--out", str(tmp_path / "r")])

@@ -126,8 +126,11 @@ def test_system_config_files_build_each_baseline(tmp_path):
     [
         ({"backend": {"kind": "scripted", "replies": ["x"]}}, "kind: required"),
         ({"kind": "oracle9"}, "'oracle9' is not one of"),
-        ({"kind": "single_model", "backend": {"kind": "scripted", "replies": []}}, "backend.scripted.replies"),
-        ({"kind": "single_model", "backend": {"kind": "http", "model": "m"}}, "backend.http.base_url"),
+        (
+            {"kind": "single_model", "backend": {"kind": "scripted", "replies": []}},
+            "backend.replies: List should have at least 1 item",
+        ),
+        ({"kind": "single_model", "backend": {"kind": "http", "model": "m"}}, "backend.base_url: Field required"),
         ({"kind": "majority_vote", "temperature": 0, "backend": {"kind": "scripted", "replies": ["x"]}}, "temperature"),
         ({"kind": "self_refine", "rounds": 2, "bogus": 1, "backend": {"kind": "local"}}, "bogus"),
     ],

@@ -15,7 +15,7 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 
-from podium.core.calls import ToolCall  # noqa: E402
+from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, ToolCall  # noqa: E402
 from podium.errors import ConfigError  # noqa: E402
 from podium.pool.config import PoolConfig, WorkerConfig  # noqa: E402
 from podium.pool.pool import Pool, build_pool  # noqa: E402
@@ -82,6 +82,26 @@ def test_a_crashing_server_is_exec_err_at_once_and_the_next_call_restarts_it() -
         again = call(pool, "calc__shout", text="back")
         assert again.status == "OK" and again.observation == "BACK"
         assert children("tests.mcp_server_script") != [first]
+    finally:
+        pool.close()
+
+
+def test_what_a_server_returns_is_stored_within_limits_and_deep_replies_fail_at_once() -> None:
+    pool = pool_with({"name": "t", "command": SCRIPT, "cwd": str(REPO), "timeout_s": 60})
+    try:
+        text = call(pool, "t__big", megabytes=2)
+        assert text.status == "OK" and text.value_chars > 2_000_000 and len(text.value) == MAX_STORED_VALUE_CHARS
+        error = call(pool, "t__big", megabytes=2, error=True)
+        assert error.status == "EXEC_ERR" and error.reason_chars > 2_000_000
+        assert len(error.reason) == MAX_STORED_REASON_CHARS and len(error.observation) == 16_384
+        # Deeper than records keep, but readable: refused as a status. Too deep for the SDK to read the reply
+        # (it names no call then): the call in flight fails at once instead of waiting out its 60 s limit.
+        nested = call(pool, "t__deep", levels=100)
+        assert nested.status == "EXEC_ERR" and "nested more than 64 levels deep" in (nested.reason or "")
+        unreadable = call(pool, "t__deep", levels=200)
+        assert unreadable.status == "EXEC_ERR", unreadable.reason
+        assert "sent a reply the client cannot read" in (unreadable.reason or "")
+        assert call(pool, "t__add", a=1, b=2).observation == "3"  # the session goes on
     finally:
         pool.close()
 

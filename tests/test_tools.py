@@ -4,10 +4,13 @@ from typing import Literal
 import pytest
 
 from podium.core import Status, ToolCall
+from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, ToolResult, truncate
+from podium.core.trajectory import to_json_line
 from podium.costs import PriceCatalog, ToolPrice
 from podium.errors import ToolDefinitionError
 from podium.pool import Tool, ToolOutput, ToolRegistry, tool
-from podium.pool.registry import truncate
+
+from .hostile import size_campaign
 
 
 @tool
@@ -318,9 +321,10 @@ async def call_concurrently(registry, calls):
     return list(await asyncio.gather(*(registry.call(call) for call in calls)))
 
 
-def test_a_value_nested_too_deeply_to_encode_is_still_an_observation():
+@pytest.mark.parametrize("levels", [65, 5_000])
+def test_a_value_nested_too_deeply_is_refused_at_once_with_a_reason(levels):
     deep: list = []
-    for _ in range(5_000):
+    for _ in range(levels):
         deep = [deep]
 
     @tool
@@ -329,7 +333,37 @@ def test_a_value_nested_too_deeply_to_encode_is_still_an_observation():
         return deep
 
     result = run(ToolRegistry([nest]).call(ToolCall(name="nest")))
-    assert result.status is Status.OK and "nested too deeply" in result.observation
+    assert result.status is Status.EXEC_ERR and result.value is None
+    assert result.reason == "the tool returned a value nested more than 64 levels deep; it was not kept"
+    assert result.observation == result.reason
+
+
+def test_what_a_call_returns_is_stored_within_one_size_limit_with_its_size_recorded():
+    @tool
+    def produce(kind: str) -> object:
+        """Return (or fail with) far too much.
+
+        Args:
+            kind: text, structure or error.
+        """
+        if kind == "error":
+            raise ValueError("e" * 3_000_000)
+        return "t" * 3_000_000 if kind == "text" else {"rows": [{"n": i, "pad": "p" * 20} for i in range(100_000)]}
+
+    registry = ToolRegistry([produce])
+    text, structure, error = (
+        run(registry.call(ToolCall(name="produce", arguments={"kind": k}))) for k in ("text", "structure", "error")
+    )
+    assert text.status is Status.OK and text.value_chars == 3_000_000 and text.reason_chars is None
+    assert len(text.value) == MAX_STORED_VALUE_CHARS and text.value.endswith("[truncated: 3000000 characters in all]")
+    assert structure.value_chars > MAX_STORED_VALUE_CHARS and structure.value.startswith('{"rows": [{"n": 0,')
+    assert error.status is Status.EXEC_ERR and error.reason_chars == len("ValueError: ") + 3_000_000
+    assert len(error.reason) == MAX_STORED_REASON_CHARS and error.value_chars is None
+    for result in (text, structure, error):
+        assert len(result.observation) == registry.max_observation_chars and result.truncated
+        line = to_json_line(result)
+        assert len(line) < 2 * MAX_STORED_VALUE_CHARS  # was megabytes
+        assert ToolResult.model_validate_json(line) == result  # reads back as it was written
 
 
 def test_a_per_second_price_is_charged_up_to_the_time_limit_only():
@@ -342,3 +376,8 @@ def test_a_per_second_price_is_charged_up_to_the_time_limit_only():
     )
     result = run(registry.call(ToolCall(name="slow")))
     assert result.status is Status.TIMEOUT and result.usage.usd <= 0.1
+
+
+def test_a_campaign_of_oversized_and_deep_results_keeps_the_size_policy():
+    campaign = size_campaign(seed=28, calls=40)
+    assert campaign.violations == [] and campaign.calls == 40

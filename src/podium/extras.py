@@ -1,6 +1,9 @@
-"""Optional dependency groups: a clear message instead of a bare ImportError."""
+"""Optional dependency groups: a clear message instead of a bare ImportError; quiet about what the libraries
+of those groups warn each other about."""
 
 import importlib
+import re
+import warnings
 from types import ModuleType
 
 from podium.errors import MissingExtraError
@@ -19,3 +22,14 @@ def require_extra(extra: str, module: str) -> ModuleType:
         raise MissingExtraError(
             f"'{module}' is not installed; it comes with the '{extra}' extra: pip install 'podium[{extra}]'"
         ) from error
+
+
+LIBRARY_DEPRECATIONS = ("`is_gradient_checkpointing` is deprecated",)
+"""Deprecation warnings that the model libraries raise in each other's use (peft and TRL read a transformers
+property that transformers deprecates): printed on every model load, with nothing a Podium user can act on."""
+
+
+def quiet_library_deprecations() -> None:
+    """Ignore :data:`LIBRARY_DEPRECATIONS` from now on (Podium calls it where it loads models; idempotent)."""
+    for message in LIBRARY_DEPRECATIONS:
+        warnings.filterwarnings("ignore", message=re.escape(message), category=FutureWarning)

@@ -22,7 +22,7 @@ from podium.core.messages import Message
 from podium.core.progress import token_progress
 from podium.costs.bounds import prompt_token_bound
 from podium.costs.prices import ModelPrice
-from podium.extras import require_extra
+from podium.extras import quiet_library_deprecations, require_extra
 
 
 class LocalBackendConfig(Config):
@@ -85,6 +85,7 @@ class LocalBackend(ChatBackend):
         torch = require_extra("local", "torch")
         transformers = require_extra("local", "transformers")
         transformers.utils.logging.disable_progress_bar()
+        quiet_library_deprecations()
         source = Path(self.config.path) if self.config.path else embedded_model_dir()
         local_only = Path(source).exists()
         device = self.config.device

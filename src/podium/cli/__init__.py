@@ -2,6 +2,7 @@
 ``podium --help`` does not load torch, transformers, faiss or openai."""
 
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -65,7 +66,28 @@ def load_command(name: str) -> click.Command:
         target = single
     command = typer.main.get_command(target)
     command.name = name
+    _finite_numbers_only(command)
     return command
+
+
+def _finite_numbers_only(command: Any) -> None:
+    """Make every parameter of ``command`` and its subcommands refuse NaN and infinities (``inf`` and ``nan``
+    parse as floats; no limit, price or rate of Podium's may be either)."""
+    for parameter in command.params:
+        parameter.process_value = _refusing_non_finite(parameter.process_value, parameter)
+    for subcommand in getattr(command, "commands", {}).values():
+        _finite_numbers_only(subcommand)
+
+
+def _refusing_non_finite(process: Any, parameter: Any) -> Any:
+    def process_value(ctx: Any, value: Any) -> Any:
+        result = process(ctx, value)
+        items = result if isinstance(result, list | tuple) else [result]
+        if any(isinstance(item, float) and not math.isfinite(item) for item in items):
+            raise typer.BadParameter(f"{value!r} is not a finite number", ctx=ctx, param=parameter)
+        return result
+
+    return process_value
 
 
 class LazyGroup(TyperGroup):

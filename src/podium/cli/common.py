@@ -1,23 +1,23 @@
-"""What the command modules share: console streams, common options, error exits, pool loading, JSON Lines, the
-trace of a trajectory, the live display of a running episode, and the options, config assembly and funnel report
-of the data stages."""
+"""What the command modules share: console streams, common options, error exits, pool loading, the trace of a
+trajectory, the live display of a running episode, and the options, config assembly and funnel report of the
+data stages. (Printing untrusted text and JSON Lines: :mod:`podium.cli.output`.)"""
 
-import json
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from podium.backends.base import BackendError
+from podium.cli.output import make_console, shown
 from podium.config import Config, ConfigT, read_structured_file
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
+from podium.core.printable import json_printable, printable
 from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
@@ -27,18 +27,6 @@ from podium.runtime.checks import Problem, run_problems
 from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
 
-
-def make_console(*, stderr: bool = False) -> Console:
-    """A console that wraps to the terminal's width, and that neither wraps nor cuts anything when its output
-    goes to a pipe or a file."""
-    stream = sys.stderr if stderr else sys.stdout
-    if stream.isatty():
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, soft_wrap=True, width=PIPED_WIDTH)
-
-
-PIPED_WIDTH = 4096
-"""Columns of a console writing to a pipe or a file: tables keep their natural width instead of 80 columns."""
 console = make_console()
 errors = make_console(stderr=True)
 BACKEND_FAILED = 3
@@ -66,7 +54,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one 
 
 def fail(error: Exception, code: int = 2) -> typer.Exit:
     """Print ``error`` and return the exit to raise."""
-    errors.print(f"[red]error:[/red] {error}", highlight=False)
+    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False)
     return typer.Exit(code)
 
 
@@ -89,30 +77,24 @@ def open_pool(
         raise fail(error) from error
 
 
-def print_json_line(record: object) -> None:
-    """One JSON object on one line of stdout (JSON Lines), never wrapped or highlighted."""
-    text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False, default=str)
-    sys.stdout.write(text.replace("\n", " ") + "\n")
-    sys.stdout.flush()
-
-
 def print_trace(trajectory: Trajectory) -> None:
     """Each turn and call with status, tokens, USD, latency and the reason of anything not OK; then totals, the
     stop reason and the answer."""
-    table = Table(title=f"{trajectory.metadata.get('policy', '')} trajectory", title_justify="left")
+    table = Table(title=f"{shown(trajectory.metadata.get('policy', ''))} trajectory", title_justify="left")
     for column in ("turn", "call", "worker", "status", "tokens", "USD", "seconds", "reason"):
         table.add_column(column, justify="right" if column in ("tokens", "USD", "seconds") else "left")
     for turn in trajectory.turns:
         usage = turn.usage
         status = "PARSE_ERR" if turn.parse_error else "OK"
         table.add_row(
-            str(turn.index), "(orchestrator)", trajectory.metadata.get("orchestrator", ""), status,
-            str(usage.tokens), f"{usage.usd:.6f}", f"{usage.latency_s:.2f}", turn.parse_error or "",
+            str(turn.index), "(orchestrator)", shown(trajectory.metadata.get("orchestrator", "")), status,
+            str(usage.tokens), f"{usage.usd:.6f}", f"{usage.latency_s:.2f}", shown(turn.parse_error or ""),
         )  # fmt: skip
         for result in turn.results:
             table.add_row(
-                "", result.call.name, result.worker or "", result.status.value, str(result.usage.tokens),
-                f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}", _reason(result),
+                "", shown(result.call.name), shown(result.worker or ""), result.status.value,
+                str(result.usage.tokens), f"{result.usage.usd:.6f}", f"{result.usage.latency_s:.2f}",
+                shown(_reason(result)),
             )  # fmt: skip
     console.print(table)
     total = trajectory.usage
@@ -122,8 +104,8 @@ def print_trace(trajectory: Trajectory) -> None:
         highlight=False,
     )
     if trajectory.metadata.get("error"):
-        console.print(f"[red]error:[/red] {trajectory.metadata['error']}", highlight=False)
-    console.print(f"[bold]answer:[/bold] {trajectory.answer}", highlight=False)
+        console.print(f"[red]error:[/red] {shown(trajectory.metadata['error'])}", highlight=False)
+    console.print(f"[bold]answer:[/bold] {shown(trajectory.answer)}", highlight=False)
 
 
 def _reason(result: ToolResult) -> str:
@@ -144,7 +126,7 @@ def backend_failure(trajectory: Trajectory) -> typer.Exit | None:
     if trajectory.stop_reason is not StopReason.ERROR or not error:
         return None
     errors.print(
-        f"[red]error:[/red] {error}. Check that the server is running and reachable at that address, and the "
+        f"[red]error:[/red] {shown(error)}. Check that the server is running and reachable at that address, and the "
         "worker's model name and API key (--pool).",
         highlight=False,
     )
@@ -175,11 +157,11 @@ class LiveEpisode:
             self.doing = f"running its {event.detail}"
             self.generated = self.tokens
 
-    def __rich__(self) -> str:
+    def __rich__(self) -> Text:
         elapsed = time.perf_counter() - self.started
-        return (
-            f"[bold]{self.label}[/bold]  turn {self.turn + 1}  {self.doing}  {self.tokens} tokens generated  "
-            f"{elapsed:.0f} s"
+        return Text.assemble(
+            (printable(self.label), "bold"),
+            printable(f"  turn {self.turn + 1}  {self.doing}  {self.tokens} tokens generated  {elapsed:.0f} s"),
         )
 
     def __enter__(self) -> "LiveEpisode":
@@ -248,7 +230,7 @@ def report_funnel(funnel: "Funnel", as_json: bool) -> None:
 
     if as_json:
         for line in funnel_lines(funnel):
-            typer.echo(line)
+            typer.echo(json_printable(line))
     else:
         print_funnel(funnel, console)
     if funnel.empty:

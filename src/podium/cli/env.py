@@ -13,17 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from podium.backends.base import BackendError
-from podium.cli.common import (
-    JsonOption,
-    PoolOption,
-    UnisolatedOption,
-    console,
-    errors,
-    fail,
-    open_pool,
-    print_json_line,
-    print_trace,
-)
+from podium.cli.common import JsonOption, PoolOption, UnisolatedOption, console, errors, fail, open_pool, print_trace
+from podium.cli.output import print_json_line, shown
 from podium.core.trajectory import write_trajectories
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import Domain, communicate_info, data_dir, golden_actions, known_domains, load_domain
@@ -69,13 +60,13 @@ def env_list(data: DataDirOption = None) -> None:
     root = data_dir(data)
     for name in known_domains(root):
         if not (root / name).is_dir():
-            table.add_row(name, "-", "-", "-", "-", "-", f"missing in {root}")
+            table.add_row(shown(name), "-", "-", "-", "-", "-", shown(f"missing in {root}"))
             continue
         domain = _load(name, data)
         kinds = list(domain.tool_kinds.values())
         wanted = ("read", "write", "think", "generic")
         counts = [str(sum(kind.value == kind_name for kind in kinds)) for kind_name in wanted]
-        table.add_row(name, str(len(domain.tasks)), *counts, str(root / name))
+        table.add_row(shown(name), str(len(domain.tasks)), *counts, shown(root / name))
     console.print(table)
 
 
@@ -122,20 +113,20 @@ def env_replay(
             print_json_line(row)
             continue
         table.add_row(
-            row["task"],
+            shown(row["task"]),
             str(row["actions"]),
             "OK" if row["replay_ok"] else "failures",
             "yes" if row["db_changed"] else "no",
             str(row["info_items"]),
             f"{row['tau2_reward']:g}",
             "yes" if row["strict_solved"] else "no",
-            "\n".join(row["failed_actions"]),
+            shown("\n".join(row["failed_actions"])),
         )
     if not as_json:
         console.print(table)
     clean, changed = sum(r["replay_ok"] for r in rows), sum(r["db_changed"] for r in rows)
     errors.print(
-        f"{domain.name}: {len(tasks)} tasks, {clean} replay without a failing action, "
+        f"{shown(domain.name)}: {len(tasks)} tasks, {clean} replay without a failing action, "
         f"{len(tasks) - clean} with actions that fail by design (listed), {changed} change the database",
         highlight=False,
     )
@@ -195,8 +186,8 @@ def env_run(
     print_trace(trajectory)
     for message in episode.user.history[1:]:
         speaker = "agent" if message.role == "user" else "user"
-        console.print(f"[bold]{speaker}:[/bold] {message.content}", highlight=False)
-    console.print(_row_table(f"{domain.name} task {chosen.id}", row))
+        console.print(f"[bold]{speaker}:[/bold] {shown(message.content)}", highlight=False)
+    console.print(_row_table(shown(f"{domain.name} task {chosen.id}"), row))
 
 
 def _row_table(title: str, row: dict[str, Any]) -> Table:
@@ -204,7 +195,7 @@ def _row_table(title: str, row: dict[str, Any]) -> Table:
     table.add_column("criterion")
     table.add_column("value", overflow="fold")
     for key, value in row.items():
-        table.add_row(key, str(value))
+        table.add_row(shown(key), shown(value))
     return table
 
 
@@ -215,11 +206,13 @@ def _score_table(scores: list[SimulationScore]) -> Table:
     for score in scores:
         grade = score.grade
         if grade is None:
-            table.add_row(score.id, score.task_id, str(score.trial), "-", "-", "-", "-", "-", f"error: {score.error}")
+            ids = (shown(score.id), shown(score.task_id), str(score.trial))
+            table.add_row(*ids, "-", "-", "-", "-", "-", shown(f"error: {score.error}"))
             continue
         parts = [f"{value:g}" if value is not None else "-" for value in (grade.db, grade.communicate, grade.action)]
         strict = "yes" if grade.strict_solved else "no"
-        table.add_row(score.id, score.task_id, str(score.trial), f"{grade.reward:g}", *parts, strict, grade.note or "")
+        ids = (shown(score.id), shown(score.task_id), str(score.trial))
+        table.add_row(*ids, f"{grade.reward:g}", *parts, strict, shown(grade.note or ""))
     return table
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 
 from podium.benchmarks.loaders import Benchmark, get_benchmark
+from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference
 from podium.costs.prices import PriceCatalog
@@ -27,8 +27,8 @@ from podium.graders.records import tasks_benchmark
 from podium.runtime.checks import NotRunnable
 from podium.sandbox import SandboxConfig
 
-console = Console()
-errors = Console(stderr=True)
+console = make_console()
+errors = make_console(stderr=True)
 PreferencesOption = Annotated[
     Path | None,
     typer.Option(
@@ -65,7 +65,7 @@ Tau2ResultsOption = Annotated[
 
 
 def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -167,7 +167,9 @@ def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: boo
             yield from bar.track(records, total=total, description="exporting tau2 results")
 
     written, left_out = export_tau2_results(out, path, data_dir=data_dir, track=track)
-    errors.print(f"tau2 results: {written} conversations → {path} ({left_out} attempts without one)", highlight=False)
+    errors.print(
+        f"tau2 results: {written} conversations → {shown(path)} ({left_out} attempts without one)", highlight=False
+    )
 
 
 def _preferences(path: Path | None) -> list[Preference]:
@@ -189,12 +191,12 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
     """The run's totals and who graded them; exits 1 when every sample failed (naming the most common reason) or
     the USD cap stopped it before every sample ran."""
     for note in summary.repairs:  # what resuming had to set right: a torn line, a changed manifest
-        errors.print(f"repaired: {note}", highlight=False, soft_wrap=True)
+        errors.print(f"repaired: {shown(note)}", highlight=False, soft_wrap=True)
     console.print(
-        f"{benchmark} · {system}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}, graded by "
-        f"{grader}), "
+        f"{shown(benchmark)} · {shown(system)}: {summary.correct}/{summary.done} correct ({summary.accuracy:.3f}, "
+        f"graded by {shown(grader)}), "
         f"{summary.done}/{summary.total} done ({summary.resumed} from earlier), {summary.errors} errors, "
-        f"${summary.usd:.4f} spent → {summary.out}",
+        f"${summary.usd:.4f} spent → {shown(summary.out)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -235,4 +237,4 @@ def report_command(
         index = build_report(runs, out, baseline=baseline, preference=chosen, max_items=max_items)
     except (PodiumError, ValueError) as error:
         raise _fail(error) from error
-    console.print(f"report: {index}", highlight=False)
+    console.print(f"report: {shown(index)}", highlight=False)

@@ -6,13 +6,14 @@ and an HTML report comparing them; ``--scale full`` runs the papers' sizes on th
 2 invalid input (config, benchmark, missing extra).
 """
 
-import json
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
 from podium.cli.common import JsonOption, console, errors, fail
+from podium.cli.output import print_json_line, shown
+from podium.core.printable import printable
 from podium.errors import PodiumError
 from podium.experiments import ArmResult, arm_errors, load_experiment, run_experiment
 
@@ -46,7 +47,7 @@ def run_command(
             target,
             arms=arm,
             data_dir=data_dir,
-            say=lambda line: errors.print(line, highlight=False, markup=False),
+            say=lambda line: errors.print(printable(line), highlight=False, markup=False),
             progress=not quiet and not as_json,
         )
     except PodiumError as error:
@@ -70,11 +71,8 @@ def check_command(
             except PodiumError as error:
                 raise fail(error) from error
             trained = sum(arm.training is not None for arm in experiment.arms)
-            console.print(
-                f"{path} [{scale}]: {len(experiment.arms)} arms ({trained} trained) on {experiment.benchmark}",
-                markup=False,
-                highlight=False,
-            )
+            line = f"{path} [{scale}]: {len(experiment.arms)} arms ({trained} trained) on {experiment.benchmark}"
+            console.print(printable(line), markup=False, highlight=False)
 
 
 def _scale(value: str) -> Literal["small", "full"]:
@@ -85,13 +83,12 @@ def _scale(value: str) -> Literal["small", "full"]:
 
 def _show(result: ArmResult, as_json: bool) -> None:
     if as_json:
-        console.print(json.dumps({"arm": result.arm, **result.metrics}), markup=False, highlight=False, soft_wrap=True)
+        print_json_line({"arm": result.arm, **result.metrics})
         return
     m = result.metrics
     console.print(
-        f"{result.arm}: mean@k {m['mean_at_k']:.3f} over {m['items']} items, ${m['usd_per_query']:.6f}/query, "
+        f"{shown(result.arm)}: mean@k {m['mean_at_k']:.3f} over {m['items']} items, ${m['usd_per_query']:.6f}/query, "
         f"{m['tokens_per_query']:.0f} tokens/query, {m['latency_mean_s']:.1f} s/query, {m['errors']} errors",
-        markup=False,
         highlight=False,
         soft_wrap=True,
     )

@@ -11,7 +11,6 @@ benchmark, conflicting options).
 """
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +22,7 @@ from rich.table import Table
 from podium.benchmarks.items import BenchmarkItem
 from podium.benchmarks.loaders import get_benchmark
 from podium.cli.common import JsonOption, PoolOption, SandboxOption, UnisolatedOption, console, fail, open_pool
+from podium.cli.output import print_json_line, shown
 from podium.errors import ConfigError, PodiumError
 from podium.graders.grader import Grader
 from podium.graders.judge import JudgeVerifier
@@ -99,13 +99,14 @@ def print_table(results: list[GradedRow]) -> None:
         mark = "[green]✓[/green]" if result.correct else "[red]✗[/red]"
         if result.error:
             mark = "[yellow]not graded[/yellow]"
-        table.add_row(str(result.line), result.id or "", mark, _clip(result.extracted), _clip(result.reason))
+        row = (result.id or "", _clip(result.extracted), _clip(result.reason))
+        table.add_row(str(result.line), shown(row[0]), mark, shown(row[1]), shown(row[2]))
     console.print(table)
     summary = summarise(results)
     graders = sorted({result.grader for result in results if result.grader})
     console.print(
         f"{summary.rows} rows: {summary.correct} correct, {summary.wrong} wrong, {summary.failed} not graded; "
-        f"accuracy {summary.accuracy:.3f} over graded rows; graded by {'; '.join(graders) or '—'}",
+        f"accuracy {summary.accuracy:.3f} over graded rows; graded by {shown('; '.join(graders) or '—')}",
         highlight=False,
         soft_wrap=True,
     )
@@ -115,7 +116,7 @@ def print_json(results: list[GradedRow]) -> None:
     """One JSON object per input row, in input order; ``id`` only where the row gave one."""
     for result in results:
         fields = result.model_dump(mode="json", exclude={"id"} if result.id is None else None)
-        typer.echo(json.dumps(fields, ensure_ascii=False))
+        print_json_line(fields)
 
 
 def grade_command(

@@ -4,14 +4,14 @@ Importing this module needs no optional dependency; each command loads the searc
 Without the main CLI: ``python -m podium.cli.index hotpot``.
 """
 
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
+from podium.cli.output import make_console, print_json_line, shown
+from podium.core.printable import printable
 from podium.errors import PodiumError
 
 if TYPE_CHECKING:  # needs the search extra; commands import it when they run
@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # needs the search extra; commands import it when they run
 
 app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
 
-console = Console(soft_wrap=not sys.stdout.isatty())
-errors = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
+console = make_console()
+errors = make_console(stderr=True)
 
 ModelOption = Annotated[
     str,
@@ -37,7 +37,7 @@ IndexTypeOption = Annotated[
 
 
 def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {error}", highlight=False)
+    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False)
     return typer.Exit(2)
 
 
@@ -68,7 +68,7 @@ def build(
         raise _fail(error) from error
     console.print(
         f"indexed {report.passages} passages as {report.chunks} chunks ({report.index_type}) "
-        f"into {report.directory} in {report.seconds:.1f} s",
+        f"into {shown(report.directory)} in {report.seconds:.1f} s",
         highlight=False,
     )
 
@@ -89,11 +89,12 @@ def search(
         raise _fail(error) from error
     if as_json:
         for rank, hit in enumerate(hits, start=1):
-            sys.stdout.write(json.dumps({"rank": rank, **hit.to_dict()}, ensure_ascii=False) + "\n")
+            print_json_line({"rank": rank, **hit.to_dict()})
         return
     for rank, hit in enumerate(hits, start=1):
-        console.print(f"[bold]{rank}. {hit.title}[/bold]  (id {hit.id!r}, score {hit.score:.4f})", highlight=False)
-        console.print(hit.text, markup=False, highlight=False)
+        title = (f"{rank}. {printable(hit.title)}", "bold")
+        console.print(Text.assemble(title, printable(f"  (id {hit.id!r}, score {hit.score:.4f})")))
+        console.print(printable(hit.text), markup=False, highlight=False)
 
 
 @app.command("hotpot")
@@ -117,10 +118,10 @@ def hotpot(
     except PodiumError as error:
         raise _fail(error) from error
     if report is None:
-        console.print(f"index at {target} is up to date", highlight=False)
+        console.print(f"index at {shown(target)} is up to date", highlight=False)
     else:
         console.print(
-            f"indexed {report.passages} HotpotQA passages as {report.chunks} chunks into {target} "
+            f"indexed {report.passages} HotpotQA passages as {report.chunks} chunks into {shown(target)} "
             f"in {report.seconds:.1f} s",
             highlight=False,
         )

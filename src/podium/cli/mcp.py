@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from podium.cli.common import PoolOption, SandboxOption, UnisolatedOption, errors, fail, open_pool
+from podium.cli.output import shown
 from podium.errors import PodiumError
 
 app = typer.Typer(help="Model Context Protocol: expose the pool's tools to MCP clients.", no_args_is_help=True)
@@ -41,7 +42,8 @@ def serve_command(
     except PodiumError as error:
         raise fail(error) from error
     if transport == "http":
-        errors.print(f"MCP tools {registry.names()} on http://{host}:{port}/mcp", highlight=False, soft_wrap=True)
+        served = f"MCP tools {shown(registry.names())} on http://{host}:{port}/mcp"
+        errors.print(served, highlight=False, soft_wrap=True)
     try:
         serve_mcp(registry, "http" if transport == "http" else "stdio", host=host, port=port)
     finally:

@@ -5,10 +5,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from podium.backends.base import BackendError
 from podium.cli.common import PoolOption, console, errors, fail, open_pool
+from podium.cli.output import shown
 from podium.core.messages import Message
+from podium.core.printable import printable
 from podium.errors import ConfigError
 from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
 
@@ -33,9 +36,9 @@ def ask_command(
         )
     except BackendError as error:
         raise fail(error, code=1) from error
-    console.print(generation.text.strip(), markup=False, highlight=False, soft_wrap=True)
+    console.print(printable(generation.text.strip()), markup=False, highlight=False, soft_wrap=True)
     errors.print(
-        f"model    {generation.model}\ntokens   {generation.input_tokens} in / {generation.output_tokens} out\n"
+        f"model    {shown(generation.model)}\ntokens   {generation.input_tokens} in / {generation.output_tokens} out\n"
         f"cost     ${generation.usd:.7f}\nlatency  {generation.latency_s:.2f} s",
         highlight=False,
     )
@@ -62,7 +65,7 @@ def describe_model_command(
     request = DescriptionRequest(tasks, describer, n, verifier, seed)
 
     def progress(step: str) -> None:
-        errors.print(f"{worker}: {step}", highlight=False)
+        errors.print(f"{shown(worker)}: {shown(step)}", highlight=False)
 
     try:
         entry = asyncio.run(describe_worker(built, worker, request, progress))
@@ -70,14 +73,15 @@ def describe_model_command(
         raise fail(error) from error
     except BackendError as error:
         raise fail(error, code=1) from error
-    errors.print(f"{worker}: {entry.figures.summary() if entry.figures else ''}", highlight=False, markup=False)
+    summary = entry.figures.summary() if entry.figures else ""
+    errors.print(Text(printable(f"{worker}: {summary}")))
     for sentence in entry.rejected:
-        errors.print(f"left out (contradicts the figures): {sentence}", highlight=False, markup=False)
+        errors.print(Text(printable(f"left out (contradicts the figures): {sentence}")))
     target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
     if target is not None:
         record_description(target, worker, entry)
-        errors.print(f"recorded in {target}", highlight=False)
-    console.print(entry.description, markup=False, highlight=False, soft_wrap=True)
+        errors.print(f"recorded in {shown(target)}", highlight=False)
+    console.print(printable(entry.description), markup=False, highlight=False, soft_wrap=True)
 
 
 def serve_model_command(
@@ -93,5 +97,5 @@ def serve_model_command(
     name = worker or built.config.workers[0].name
     if name not in built.backends:
         raise fail(ConfigError(f"--worker: no worker '{name}' (workers: {', '.join(built.backends)})"))
-    errors.print(f"serving {built.backends[name].model} on http://{host}:{port}/v1", highlight=False)
+    errors.print(f"serving {shown(built.backends[name].model)} on http://{host}:{port}/v1", highlight=False)
     serve(built.backends[name], host=host, port=port)

@@ -7,7 +7,6 @@ input (pool, tasks, no descriptions file).
 """
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ import typer
 
 from podium.backends.base import BackendError
 from podium.cli.common import JsonOption, PoolOption, console, errors, fail, open_pool
+from podium.cli.output import print_json_line, shown
 from podium.errors import ConfigError
 from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
 from podium.pool.descriptions import description_states, read_descriptions
@@ -61,7 +61,7 @@ def refresh_descriptions_command(
     request = DescriptionRequest(tasks, describer, n, verifier, seed)
     failed = 0
     for index, name in enumerate(names, 1):
-        errors.print(f"[{index}/{len(names)}] describing {name} (was {before[name]})…", highlight=False)
+        errors.print(f"[{index}/{len(names)}] describing {shown(name)} (was {before[name]})…", highlight=False)
         try:
             entry = asyncio.run(describe_worker(built, name, request, lambda step, name=name: _progress(name, step)))
         except ConfigError as error:
@@ -80,18 +80,18 @@ def refresh_descriptions_command(
 
 
 def _progress(worker: str, step: str) -> None:
-    errors.print(f"  {worker}: {step}", highlight=False)
+    errors.print(f"  {shown(worker)}: {shown(step)}", highlight=False)
 
 
 def _report(as_json: bool, row: dict[str, object]) -> None:
     if as_json:
-        console.print(json.dumps(row), markup=False, highlight=False, soft_wrap=True)
+        print_json_line(row)
     elif "error" in row:
-        errors.print(f"[red]{row['worker']}: failed:[/red] {row['error']}", highlight=False)
+        errors.print(f"[red]{shown(row['worker'])}: failed:[/red] {shown(row['error'])}", highlight=False)
     else:
         console.print(
-            f"{row['worker']} ({row['before']} → fresh, solved {row['solved']}/{row['tasks']}): {row['description']}",
-            markup=False,
+            f"{shown(row['worker'])} ({row['before']} → fresh, solved {row['solved']}/{row['tasks']}): "
+            f"{shown(row['description'])}",
             highlight=False,
             soft_wrap=True,
         )

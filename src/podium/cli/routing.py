@@ -5,8 +5,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.text import Text
 
 from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
+from podium.cli.output import print_json_line
+from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.record import record
@@ -49,9 +52,10 @@ def record_command(
 
     right = record(backend, items, out, backend.model, max_tokens=max_tokens, progress=progress)
     summary = {"out": str(out), "model": backend.model, "questions": len(items), "correct": right}
-    typer.echo(
-        json.dumps(summary) if as_json else f"{right}/{len(items)} right; replay column '{backend.model}' in {out}"
-    )
+    if as_json:
+        print_json_line(summary)
+    else:
+        typer.echo(printable(f"{right}/{len(items)} right; replay column '{backend.model}' in {out}"))
 
 
 SplitOption = Annotated[str, typer.Option("--split", help="train, validation or test.")]
@@ -128,7 +132,7 @@ def compare_command(
             cells = "  ".join(
                 f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
             )
-            errors.print(f"{name:18} {cells}", highlight=False, markup=False)
+            errors.print(Text(printable(f"{name:18} {cells}")))
         for note in comparison.notes:
-            errors.print(f"note: {note}", highlight=False, markup=False)
+            errors.print(Text(printable(f"note: {note}")))
     typer.echo(json.dumps(result))

@@ -17,9 +17,9 @@ from podium.cli.common import (
     backend_failure,
     fail,
     open_pool,
-    print_json_line,
     print_trace,
 )
+from podium.cli.output import print_json_line
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import PodiumError

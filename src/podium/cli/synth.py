@@ -14,6 +14,7 @@ import typer
 from podium.backends.base import BackendError
 from podium.cli.common import JsonOption, fail, field_option, report_funnel, stage_config
 from podium.config import read_structured_file
+from podium.core.printable import printable
 from podium.data.synth import SynthConfig, synthesize_domain
 from podium.errors import PodiumError
 
@@ -74,4 +75,4 @@ def domain_command(
         raise fail(error) from error
     report_funnel(funnel, as_json)
     if not as_json:
-        typer.echo(f"domain → {Path(settings.out) / settings.name}")
+        typer.echo(printable(f"domain → {Path(settings.out) / settings.name}"))

@@ -16,9 +16,10 @@ from podium.cli.common import (
     console,
     errors,
     open_pool,
-    print_json_line,
 )
+from podium.cli.output import print_json_line, shown
 from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.printable import printable
 from podium.pool.pool import Pool
 
 app = typer.Typer(help="List and call the tools of the pool.", no_args_is_help=True)
@@ -46,12 +47,13 @@ def tools_list(
             table.add_column(column, overflow="fold")
         for row in rows:
             parameters = json.dumps(row["parameters"], indent=1)
-            table.add_row(row["name"], row["kind"], row["price"], row["description"], parameters)
+            table.add_row(*(shown(row[key]) for key in ("name", "kind", "price", "description")), shown(parameters))
         console.print(table)
         return
     width = max(len(row["name"]) for row in rows)
     for row in rows:
-        console.print(f"{row['name']:<{width}}  {row['kind']:<5}  {row['price']}", markup=False, highlight=False)
+        line = f"{row['name']:<{width}}  {row['kind']:<5}  {row['price']}"
+        console.print(printable(line), markup=False, highlight=False)
 
 
 def _kind_and_price(pool: Pool, name: str) -> dict[str, str]:
@@ -101,10 +103,10 @@ def tools_call(
 def print_result(result: ToolResult) -> None:
     """The observation on stdout, the status and accounting on stderr."""
     if result.observation:
-        console.print(result.observation.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+        console.print(printable(result.observation.rstrip("\n")), markup=False, highlight=False, soft_wrap=True)
     usage = result.usage
     colour = "green" if result.ok else "red"
-    status = f"[{colour}]{result.status}[/{colour}]" + (f"  {result.reason}" if result.reason else "")
+    status = f"[{colour}]{result.status}[/{colour}]" + (f"  {shown(result.reason)}" if result.reason else "")
     errors.print(f"status   {status}", highlight=False)
     errors.print(f"cost     ${usage.usd:.7f}  ({usage.cost_units:g} cost units)", highlight=False)
     errors.print(f"latency  {usage.latency_s:.3f} s", highlight=False)

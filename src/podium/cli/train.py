@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from podium.cli.common import missing_checkpoint, rollout_problems
+from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.errors import ConfigError, PodiumError
 from podium.runtime.checks import NotRunnable
@@ -19,8 +19,8 @@ from podium.train.sft import TrainResult, run_sft
 from podium.train.tasks import load_tasks
 from podium.train.verl import write_verl_launch
 
-console = Console()
-errors = Console(stderr=True)
+console = make_console()
+errors = make_console(stderr=True)
 app = typer.Typer(help="Train the orchestrator: SFT on trajectories, then GRPO on executor rollouts.")
 
 ConfigOption = Annotated[Path, typer.Option("--config", help="Training config (YAML/JSON); flags override it.")]
@@ -33,7 +33,7 @@ RateOption = Annotated[float | None, typer.Option("--learning-rate", min=0.0, he
 
 
 def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
 
@@ -63,7 +63,7 @@ def _require_checkpoint(path: str | None, config: Path) -> None:
 def _report(result: TrainResult) -> None:
     losses = [entry["loss"] for entry in result.log if "loss" in entry]
     last = f", last loss {losses[-1]:.4g}" if losses else ""
-    console.print(f"trained {result.steps} steps{last} → {result.path}", highlight=False, soft_wrap=True)
+    console.print(f"trained {result.steps} steps{last} → {shown(result.path)}", highlight=False, soft_wrap=True)
 
 
 @app.command("sft")
@@ -149,4 +149,4 @@ def verl_config_command(
         )
     except PodiumError as error:
         raise _fail(error) from error
-    console.print(f"verl launch → {script}", highlight=False, soft_wrap=True)
+    console.print(f"verl launch → {shown(script)}", highlight=False, soft_wrap=True)

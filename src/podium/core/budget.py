@@ -2,7 +2,7 @@
 
 from enum import StrEnum
 
-from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import ConfigDict, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.core.record import Record
 
@@ -40,7 +40,9 @@ class Spend(Record):
 
 
 class Budget(Record):
-    """Limits for one episode; ``None`` means unlimited."""
+    """Limits for one episode; ``None`` means unlimited (an infinite or NaN limit is refused)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     max_turns: PositiveInt | None = None
     """Most orchestrator turns (rounds)."""

@@ -1,12 +1,26 @@
-"""The unified call protocol: every member of the pool is a tool returning a value and a status."""
+"""The unified call protocol: every member of the pool is a tool returning a value and a status.
 
+One size policy holds for what a call returns, whatever its source (a model, an MCP server, the sandbox, a
+primitive): a result keeps at most :data:`MAX_STORED_VALUE_CHARS` of its value (as JSON) and
+:data:`MAX_STORED_REASON_CHARS` of its reason; anything longer is cut with a note, and the original size is
+recorded (``value_chars``, ``reason_chars``), so that one call cannot make a trajectory line megabytes long. What
+the orchestrator sees is cut further, to the registry's ``max_observation_chars``.
+"""
+
+import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
 
 from podium.core.jsonsafe import cap_depth
 from podium.core.record import Record
+
+MAX_STORED_VALUE_CHARS = 65_536
+"""Most characters of a call's value (its JSON text) a result keeps."""
+MAX_STORED_REASON_CHARS = 4_096
+"""Most characters of a call's reason a result keeps (the full text, cut to the observation size, is what the
+orchestrator sees)."""
 
 
 class Status(StrEnum):
@@ -116,11 +130,30 @@ class ToolResult(Record):
     """The model behind the call, when the tool is a model or an agent role."""
     usage: CallUsage = Field(default_factory=CallUsage)
     """Tokens, USD, latency and cost units of this call."""
+    value_chars: NonNegativeInt | None = None
+    """Set when ``value`` was cut to :data:`MAX_STORED_VALUE_CHARS`: its size as returned, in characters of JSON
+    (of the text, for a string); the value kept is then that text, cut, with a note."""
+    reason_chars: NonNegativeInt | None = None
+    """Set when ``reason`` was cut to :data:`MAX_STORED_REASON_CHARS`: its length as given."""
 
     @field_validator("value")
     @classmethod
     def _storable_value(cls, value: Any) -> Any:
         return cap_depth(value)
+
+    @model_validator(mode="after")
+    def _stored_sizes(self) -> Self:
+        if self.reason is not None and len(self.reason) > MAX_STORED_REASON_CHARS:
+            self.reason_chars = len(self.reason)
+            self.reason = truncate(self.reason, MAX_STORED_REASON_CHARS)[0]
+        if self.value is not None and not isinstance(self.value, int | float | bool):
+            text = (
+                self.value if isinstance(self.value, str) else json.dumps(self.value, ensure_ascii=False, default=str)
+            )
+            if len(text) > MAX_STORED_VALUE_CHARS:
+                self.value_chars = len(text)
+                self.value = truncate(text, MAX_STORED_VALUE_CHARS)[0]
+        return self
 
     @property
     def ok(self) -> bool:
@@ -131,3 +164,17 @@ class ToolResult(Record):
     def executed(self) -> bool:
         """Whether the call reached its tool: a PARSE_ERR call or one the runtime refused never did."""
         return self.status is not Status.PARSE_ERR and self.refused is None
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``limit`` characters, ending with a note of how much was dropped."""
+    if len(text) <= limit:
+        return text, False
+    note = f"\n…[truncated: {len(text)} characters in all]"
+    if len(note) >= limit:
+        return text[:limit], True
+    return text[: limit - len(note)] + note, True

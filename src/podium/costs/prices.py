@@ -10,7 +10,7 @@ from pathlib import Path
 
 from genai_prices import data_snapshot
 from genai_prices.types import TieredPrices
-from pydantic import Field, NonNegativeFloat
+from pydantic import ConfigDict, Field, NonNegativeFloat
 
 from podium.config import Config
 from podium.core.record import Record
@@ -21,7 +21,9 @@ TOKENS_PER_PRICE_UNIT = 1_000_000
 
 
 class ModelPrice(Record):
-    """Token prices of one model."""
+    """Token prices of one model (finite numbers)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     input_per_mtok: NonNegativeFloat
     """USD per 1,000,000 prompt tokens."""
@@ -46,7 +48,9 @@ class ModelPrice(Record):
 
 
 class ToolPrice(Record):
-    """Price of one tool call."""
+    """Price of one tool call (finite numbers)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     per_call_usd: NonNegativeFloat = 0.0
     """USD charged per call (e.g. a search API)."""

@@ -9,8 +9,10 @@ from typing import TypeVar
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from podium import __version__
+from podium.core.printable import printable
 from podium.data.store import write_text_atomic
 from podium.graders.records import FUNNEL_FILE, Funnel, FunnelStep
 
@@ -93,18 +95,17 @@ def save_funnel(out: Path, funnel: Funnel) -> Path:
 
 def print_funnel(funnel: Funnel, console: Console) -> None:
     """The funnel as a table: each filter with what entered, what it kept, and why the rest left."""
-    table = Table(title=f"{funnel.stage} funnel", title_justify="left")
+    table = Table(title=Text(printable(f"{funnel.stage} funnel")), title_justify="left")
     for column in ("filter", "unit", "entered", "kept", "left", "why"):
         table.add_column(column, justify="right" if column in ("entered", "kept", "left") else "left")
     for step in funnel.steps:
-        table.add_row(
-            step.name, step.unit, str(step.entered), str(step.kept), str(step.entered - step.kept), reasons(step)
-        )
+        counts = (str(step.entered), str(step.kept), str(step.entered - step.kept))
+        table.add_row(Text(printable(step.name)), Text(printable(step.unit)), *counts, Text(printable(reasons(step))))
     console.print(table)
     outputs = ", ".join(f"{name}: {rows}" for name, rows in funnel.outputs.items()) or "none"
-    console.print(f"outputs: {outputs}  ·  spent ${funnel.usd:.4f}  ·  {funnel.wall_s:.1f} s", highlight=False)
+    console.print(Text(printable(f"outputs: {outputs}  ·  spent ${funnel.usd:.4f}  ·  {funnel.wall_s:.1f} s")))
     for note in funnel.notes:
-        console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+        console.print(Text.assemble(("note:", "yellow"), " ", printable(note)))
 
 
 def funnel_lines(funnel: Funnel) -> list[str]:

@@ -1,7 +1,8 @@
 """The tool registry: the one place where calls are validated, run, timed, priced and recorded.
 
 Every failure becomes a status on the result: an unknown tool or arguments that fail the schema are
-PARSE_ERR (not executed), an exception is EXEC_ERR, the time limit is TIMEOUT.
+PARSE_ERR (not executed), an exception is EXEC_ERR and so is a value nested deeper than records keep, the time
+limit is TIMEOUT. What a result keeps of a value or a reason follows the size policy of :mod:`podium.core.calls`.
 """
 
 import asyncio
@@ -10,7 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from jsonschema.exceptions import best_match
 
-from podium.core.calls import CallUsage, Status, ToolCall, ToolResult, ToolSpec
+from podium.core.calls import CallUsage, Status, ToolCall, ToolResult, ToolSpec, truncate
+from podium.core.jsonsafe import MAX_DEPTH, nesting_depth
 from podium.costs.bounds import CostBound
 from podium.costs.prices import PriceCatalog
 from podium.pool.tool import Tool, ToolOutput, render_value
@@ -104,6 +106,10 @@ class ToolRegistry:
             return self._finished(call, item, ToolOutput(None, Status.EXEC_ERR, reason), started)
         if not isinstance(output, ToolOutput):
             output = ToolOutput(output)
+        if nesting_depth(output.value) > MAX_DEPTH:  # nothing reads such a value back: refuse it, say why
+            reason = f"the tool returned a value nested more than {MAX_DEPTH} levels deep; it was not kept"
+            spent = {"input_tokens": output.input_tokens, "output_tokens": output.output_tokens, "usd": output.usd}
+            output = ToolOutput(None, Status.EXEC_ERR, reason, worker=output.worker, **spent)
         return self._finished(call, item, output, started)
 
     def _refused(self, call: ToolCall, reason: str) -> ToolResult:
@@ -141,13 +147,3 @@ class ToolRegistry:
         else:
             text = output.reason or ""
         return truncate(text, self.max_observation_chars)
-
-
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """Cut ``text`` to at most ``limit`` characters, ending with a note of how much was dropped."""
-    if len(text) <= limit:
-        return text, False
-    note = f"\n…[truncated: {len(text)} characters in all]"
-    if len(note) >= limit:
-        return text[:limit], True
-    return text[: limit - len(note)] + note, True

@@ -77,7 +77,10 @@ class SandboxFactory:
         """bubblewrap's arguments up to the program, covering the ``hidden`` sockets and FIFOs; the descriptors
         the arguments name are appended to ``fds``."""
         config = self.config
-        command = [config.bwrap, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        # No --die-with-parent: bubblewrap's outer process would then die with the host, and if that happens
+        # before it has released the sandbox's PID 1 (which waits on an eventfd for it), that PID 1 waits forever.
+        # The sandbox dies with the host through its stdin instead (see launcher.py).
+        command = [config.bwrap, "--new-session", "--cap-drop", "ALL"]
         if root:
             # As root, skip the user namespace (it would map the code to host uid 0, which the kernel exempts
             # from RLIMIT_NPROC); keep only what the launcher needs to switch to the call's uid.
@@ -149,8 +152,11 @@ class SandboxFactory:
             spec.hidden = self.special_files()
             command = self.bubblewrap(spec.pass_fds, root=root, hidden=spec.hidden)
             spec.info_fd, info_write = os.pipe()
-            spec.pass_fds.append(info_write)
-            command += ["--info-fd", str(info_write)]
+            # bubblewrap keeps a reader of its --info-fd pipe itself (--sync-fd, held by its outer process and
+            # PID 1, closed before the launcher runs): if the host dies first, writing the info must not fail, or
+            # bubblewrap would exit before releasing PID 1.
+            spec.pass_fds += [info_write, os.dup(spec.info_fd)]
+            command += ["--info-fd", str(info_write), "--sync-fd", str(spec.pass_fds[-1])]
             spec.report_fd, report_write = os.pipe()
             spec.pass_fds.append(report_write)
             arguments = self.launcher_arguments(spec.uid, report_write)

@@ -16,9 +16,11 @@ the fork nor anything else but the program's own run is on a warm call's path. T
 out of the program's reach when started as root (it keeps uid 0, the program does not), waits for it and writes
 ``exited CODE CPU_S`` or ``signaled SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the
 children it waited for used, so that the host tells a kill at the CPU-time limit from any other kill whichever
-signal the kernel sent. Once the program's main module is done (its non-daemon threads joined and its exit
-handlers run, as in any Python exit), the child flushes its output and leaves without tearing the interpreter
-down: the teardown would cost milliseconds of copied pages, and the whole sandbox is discarded anyway.
+signal the kernel sent. The child dies with the monitor (the same kind of lifeline, on a pipe only the monitor
+writes), so that a monitor killed from outside leaves no child waiting for a request. Once the program's main
+module is done (its non-daemon threads joined and its exit handlers run, as in any Python exit), the child
+flushes its output and leaves without tearing the interpreter down: the teardown would cost milliseconds of
+copied pages, and the whole sandbox is discarded anyway.
 
 Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this file
 is not imported by Podium.
@@ -58,10 +60,9 @@ def read_request() -> dict[str, bytes] | None:
     return marshal.loads(read_exactly(0, int.from_bytes(header, "little")))
 
 
-def arm_the_lifeline() -> None:
-    """SIGKILL this process group when the host closes the request pipe (a pipe signals its readers that asked
-    for it when its last writer closes); exit now if the host already has."""
-    lifeline = os.dup(0)
+def arm_a_lifeline(lifeline: int) -> None:
+    """SIGKILL this process group when the last writer of the pipe ``lifeline`` reads from closes it (a pipe
+    signals its readers that asked for it when its last writer closes); exit now if it already has."""
     fcntl.fcntl(lifeline, fcntl.F_SETOWN, -os.getpgrp())
     fcntl.fcntl(lifeline, fcntl.F_SETSIG, SIGKILL)
     fcntl.fcntl(lifeline, fcntl.F_SETFL, os.O_RDONLY | os.O_NONBLOCK | os.O_ASYNC)
@@ -172,19 +173,24 @@ def monitor(child: int, report_fd: int) -> None:
 def main() -> None:
     uid, wall_s, report_fd, rlimits = sys.argv[1], float(sys.argv[2]), int(sys.argv[4]), sys.argv[5:]
     started_read, started_write = os.pipe()
+    monitor_read, monitor_write = os.pipe()
     gc.freeze()  # the collector then leaves the objects the child shares with this process alone: fewer copied pages
     child = os.fork()
     if child == 0:
-        os.close(report_fd)
-        os.close(started_read)
+        for fd in (report_fd, started_read, monitor_write):
+            os.close(fd)
+        # A monitor killed from outside must not leave the child waiting for a request (the sandbox's PID 1
+        # would wait for it in turn): the child dies with the monitor.
+        arm_a_lifeline(monitor_read)
         files = read_request()
         if files is None:
             os._exit(LOST_HOST_EXIT)
-        arm_the_lifeline()
+        arm_a_lifeline(os.dup(0))  # the host closes the request pipe when it gives up on the call or dies
         os.close(started_write)  # the monitor reads end-of-file: the call has begun
         start_the_program(uid, rlimits, files)
         return
     os.close(started_write)
+    os.close(monitor_read)
     os.read(started_read, 1)
     _signal.alarm(int(wall_s) + GRACE_S)  # in the monitor, out of the program's reach
     monitor(child, report_fd)

@@ -4,8 +4,8 @@ A warm sandbox is a complete bubblewrap sandbox (namespaces, fresh tmpfs, seccom
 uid) whose launcher has imported what it needs and blocks reading its program from stdin. Nothing of a call
 survives into another: each sandbox serves one call and is killed afterwards, and a new one is started in
 the background to take its place. Warm sandboxes die with Podium: closing the pool, garbage collection of
-the :class:`~podium.sandbox.Sandbox`, the end of the process (their stdin reaches end-of-file) and the
-kernel's parent-death signal each end them.
+the :class:`~podium.sandbox.Sandbox` and the end of the process, kill -9 included (their stdin reaches
+end-of-file, also for those still starting), each end them.
 """
 
 import os

@@ -1,9 +1,8 @@
 """Sandbox processes from the host's side: starting one, giving it its program, collecting what it did.
 
-Every sandbox process is started from one of a few long-lived threads, never from a thread that may end:
-``--die-with-parent`` is the kernel's parent-death signal, and the kernel sends it when the *thread* that
-started the process exits. Talking to a started process needs no thread: its pipes and pidfds are watched by
-whichever event loop runs the call, so a process started during one ``asyncio.run`` serves a call in another.
+Sandbox processes are started on a few background threads (starting one blocks while bubblewrap sets it
+up). Talking to a started process needs no thread: its pipes and pidfds are watched by whichever event loop
+runs the call, so a process started during one ``asyncio.run`` serves a call in another.
 Cleaning up after a call (waiting for the sandbox's last process, removing its cgroup, giving back its uid)
 happens on a background thread, off the call's path.
 """

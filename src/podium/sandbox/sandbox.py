@@ -23,11 +23,13 @@ and such a kill counts as the CPU limit's when that time shows the program spent
 (``CPU_LIMIT_SHARE``), and, for SIGKILL, the cgroup saw no out-of-memory kill. Every limit that stops a
 program is named, with its value, in the reason.
 
-Lifetime: no sandbox outlives its wall-clock limit or Podium. The sandbox's first processes die with the host
-thread that started them (the kernel's parent-death signal), and, since the host keeps the sandbox's stdin
-open for the call's duration, the kernel also kills the launcher and the program when the host dies or gives
-up at any point, kill -9 included (see launcher.py); the death of the sandbox's PID 1 kills every other
-process in it (PID namespace), and the host also kills PID 1 itself at the wall-clock limit.
+Lifetime: no sandbox outlives its wall-clock limit or Podium, in any phase. The host alone holds the write end
+of the sandbox's stdin: when the host dies (kill -9 included), a sandbox still starting or waiting warm reads
+end-of-file and its launcher exits, and one running a call is killed by the kernel at once (see launcher.py);
+the end of the launcher ends the sandbox's PID 1, whose death kills every other process in it (PID
+namespace). The host also kills PID 1 itself at the wall-clock limit. bubblewrap runs without
+``--die-with-parent``, which would strand a sandbox whose host died while bubblewrap was setting it up (see
+``SandboxFactory.bubblewrap``).
 
 Each call gets a new sandbox. ``warm_sandboxes`` of them are started ahead (:mod:`podium.sandbox.pool`), so
 that a call usually finds one ready: it then costs the program's own run plus a few milliseconds.

@@ -5,7 +5,7 @@ from typing import Any
 
 from podium.backends.embedded import embedded_model_dir
 from podium.errors import ConfigError
-from podium.extras import require_extra
+from podium.extras import quiet_library_deprecations, require_extra
 from podium.train.config import ModelConfig, TrainerConfig
 
 
@@ -27,6 +27,7 @@ def load_model(config: ModelConfig, device: str) -> tuple[Any, Any]:
     torch = require_extra("train", "torch")
     transformers = require_extra("train", "transformers")
     transformers.utils.logging.disable_progress_bar()
+    quiet_library_deprecations()
     if device == "cpu":
         torch.set_num_threads(config.cpu_threads)
     dtype = config.dtype

@@ -5,7 +5,9 @@ When the pool is built, Podium connects to each, lists its tools and adds them t
 ``<name>__<tool>``, their JSON schemas checked like any tool's; they are then validated, timed, priced and
 given statuses as every tool is. A tool that reports an error is EXEC_ERR with its text; a call past
 ``timeout_s`` is TIMEOUT; a server that dies mid-call makes that call EXEC_ERR at once ("Connection closed"),
-and the next call starts (stdio) or reaches (HTTP) the server again.
+and the next call starts (stdio) or reaches (HTTP) the server again. A reply the client cannot read (nested too
+deeply for the SDK, malformed) names no call the client could tell, so every call then in flight on that server
+is EXEC_ERR at once, rather than waiting out its time limit.
 
 Each server's session lives on its own event loop in a background thread, so the tools can be called from any
 event loop (a CLI command's, the HTTP server's, a test's) and the session outlives them all; the pool's
@@ -17,7 +19,7 @@ import atexit
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -32,6 +34,10 @@ from podium.extras import require_extra
 from podium.pool.tool import Tool, ToolOutput
 
 log = logging.getLogger(__name__)
+
+
+class UnreadableReply(RuntimeError):
+    """The server sent a reply the MCP client could not read."""
 
 
 class McpServerConfig(Config):
@@ -84,6 +90,8 @@ class McpConnection:
         self.closing: asyncio.Event | None = None
         self.holder: asyncio.Task[None] | None = None
         self.reconnecting: asyncio.Task[None] | None = None
+        self.in_flight: set[asyncio.Future[None]] = set()
+        """One future per call awaiting its reply, failed when the server sends a reply the client cannot read."""
 
     def open(self) -> list[Any]:
         """Connect and list the server's tools (blocks up to ``connect_timeout_s``)."""
@@ -126,7 +134,10 @@ class McpConnection:
     async def _hold(self, ready: asyncio.Future[list[Any]], closing: asyncio.Event) -> None:
         """Hold one session open until asked to close (the SDK's contexts must open and close in one task)."""
         try:
-            async with self._transport() as transport, self.mcp.Client(transport, cache=None) as client:
+            async with (
+                self._transport() as transport,
+                self.mcp.Client(transport, cache=None, message_handler=self._on_message) as client,
+            ):
                 tools = await _list_tools(client)
                 self.client = client
                 ready.set_result(tools)
@@ -164,7 +175,10 @@ class McpConnection:
             await asyncio.shield(self.reconnecting)  # a call that times out leaves the reconnection running
         try:
             # The registry's time limit ends the call first (TIMEOUT); the SDK's read timeout is a backstop.
-            return await self.client.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout_s + 5.0)
+            reply = self.client.call_tool(tool, arguments, read_timeout_seconds=self.config.timeout_s + 5.0)
+            return await self._answer(reply)
+        except UnreadableReply:
+            raise  # the session goes on: only a reply was lost
         except self.mcp.MCPError as error:
             if error.code == self.mcp.types.CONNECTION_CLOSED:  # the server died: the next call connects again
                 await self._disconnect()
@@ -172,6 +186,34 @@ class McpConnection:
         except Exception:  # the transport failed (an HTTP server gone): the next call connects again
             await self._disconnect()
             raise
+
+    async def _answer(self, reply: Coroutine[Any, Any, Any]) -> Any:
+        """The reply, or :class:`UnreadableReply` as soon as the server sends one the client cannot read."""
+        unreadable: asyncio.Future[None] = self.loop.create_future()
+        self.in_flight.add(unreadable)
+        answered = asyncio.ensure_future(reply)
+        try:
+            await asyncio.wait((answered, unreadable), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.in_flight.discard(unreadable)
+            if not answered.done():
+                answered.cancel()
+        if answered.done() and not answered.cancelled():
+            return answered.result()
+        return unreadable.result()  # raises the UnreadableReply it was failed with
+
+    async def _on_message(self, message: Any) -> None:
+        """What the session passes on besides replies: a transport-level error is a reply it could not read."""
+        if isinstance(message, Exception):
+            detail = " ".join(str(message).split())[:300]
+            error = UnreadableReply(
+                f"mcp server '{self.config.name}' sent a reply the client cannot read ({type(message).__name__}: "
+                f"{detail}); the calls in flight on it failed at once"
+            )
+            for waiting in list(self.in_flight):
+                if not waiting.done():
+                    waiting.set_exception(error)
+        await asyncio.sleep(0)
 
     async def _reconnect(self) -> None:
         await self._disconnect()
