@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from podium.benchmarks.loaders import get_benchmark
+from podium.datasets.loaders import get_benchmark
 from podium.evaluate.ray_system import RaySystem
 from podium.evaluate.runner import run_eval
 from podium.evaluate.system_config import build_system, load_system_config, system_config_from_dict

@@ -25,8 +25,8 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from podium.benchmarks.items import AssertTests, HumanEvalTests
-from podium.benchmarks.loaders import get_benchmark
+from podium.datasets.items import AssertTests, HumanEvalTests
+from podium.datasets.loaders import get_benchmark
 from podium.core.answers import extract_answer
 from podium.envs.domain import golden_actions, load_domain
 from podium.envs.evaluation import replay

@@ -31,7 +31,7 @@ import yaml
 
 from podium.backends.local import LocalBackend, LocalBackendConfig
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig, RolloutConfig, SFTConfig

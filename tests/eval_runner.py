@@ -14,7 +14,7 @@ from typing import Literal
 
 import typer
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.cli.eval import eval_command, report_command
 from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage

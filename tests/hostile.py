@@ -31,7 +31,7 @@ from podium.data.collect import CollectConfig
 from podium.data.preferences import read_preferences
 from podium.errors import ConfigError
 from podium.evaluate.system_config import load_system_config
-from podium.experiments import load_experiment
+from podium.ablations import load_experiment
 from podium.pool.descriptions import read_descriptions
 from podium.pool.pool import load_pool_config
 from podium.pool.registry import ToolRegistry

@@ -9,7 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.messages import Message
 from podium.data.preference_rules import pool_tools, rule_problems

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.calls import CallUsage
 from podium.core.trajectory import Trajectory

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from podium.benchmarks.items import AssertTests, HumanEvalTests
-from podium.benchmarks.loaders import (
+from podium.datasets.items import AssertTests, HumanEvalTests
+from podium.datasets.loaders import (
     BENCHMARKS,
     BenchmarkError,
     get_benchmark,

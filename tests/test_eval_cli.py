@@ -3,7 +3,7 @@
 import pytest
 from typer.testing import CliRunner
 
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.loaders import shared_data_dir
 
 from .eval_runner import app
 

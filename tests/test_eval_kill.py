@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.loaders import shared_data_dir
 from podium.evaluate.runner import RESULTS_FILE
 
 from .eval_runner import oracle_knows

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory, Turn
 from podium.envs import communicate_info, golden_actions, load_domain

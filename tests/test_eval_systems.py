@@ -6,7 +6,7 @@ import pytest
 
 from podium.backends.base import BackendError
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.system_config import (
     build_system,

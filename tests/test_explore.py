@@ -186,7 +186,7 @@ def test_the_oracle_teacher_keeps_the_cheapest_correct_path(tmp_path) -> None:
 
 def test_homogeneous_groups_are_replaced_by_fresh_questions() -> None:
     pytest.importorskip("trl")
-    from podium.benchmarks.items import BenchmarkItem
+    from podium.datasets.items import BenchmarkItem
     from podium.train.batches import GroupMaker, batch_plan
     from podium.train.config import GRPOConfig, RewardConfig
     from podium.train.scoring import RewardScorer

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.answers import extract_answer
 from podium.graders.math import MATH_GRADER, MathVerifier, grade_math
 

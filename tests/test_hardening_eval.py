@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.evaluate.rundir import LOCK_FILE, REJECTED_FILE, RunLocked, hold_run_directory
 from podium.evaluate.runner import MANIFEST_FILE, RESULTS_FILE, EvalError, read_results, run_eval
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.budget import StopReason
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
 from podium.core.jsonsafe import DEPTH_MARKER, MAX_DEPTH, nesting_depth, replace_surrogates

@@ -7,7 +7,7 @@ import pytest
 
 from podium.backends.replay import ReplayBackend
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.messages import Message
 from podium.evaluate.routing.data import RoutingItem
 from podium.evaluate.routing.record import record

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
 from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, Outcome, RoutingItem, split_of

@@ -12,7 +12,7 @@ pytest.importorskip("trl")
 import torch
 from transformers import AutoModelForCausalLM
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import yaml
 from typer.testing import CliRunner
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.cli.train import app as train_app
 from podium.errors import ConfigError
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig

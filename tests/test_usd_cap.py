@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import get_benchmark, shared_data_dir
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage
 from podium.core.record import Record

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.core.answers import extract_choice, normalize_answer
 from podium.graders.code import CodeVerifier
 from podium.graders.judge import JudgeVerifier, parse_judgement

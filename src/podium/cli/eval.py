@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
-from podium.benchmarks.loaders import Benchmark, get_benchmark
+from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference

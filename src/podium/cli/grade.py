@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import get_benchmark
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark
 from podium.cli.common import JsonOption, PoolOption, SandboxOption, UnisolatedOption, console, fail, open_pool
 from podium.cli.output import print_json_line, shown
 from podium.errors import ConfigError, PodiumError

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.record import Record
 from podium.data.common import Stage, StageSettings, finish_stage, open_stage
 from podium.data.constraints import read_constraints

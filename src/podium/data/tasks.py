@@ -5,7 +5,7 @@ ToolOrchestra's reward (``metadata.preference``, which the trainer gives the epi
 import hashlib
 from typing import Any
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.data.sources import SourcedItem
 from podium.graders.records import FilterDecision, Provenance

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog

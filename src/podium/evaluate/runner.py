@@ -32,8 +32,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import Benchmark
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark
 from podium.core.budget import StopReason
 from podium.core.preference import Preference
 from podium.core.record import Record

@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
 from podium.core.budget import StopReason
 from podium.core.preference import Preference

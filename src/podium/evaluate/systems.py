@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from podium.backends.base import BackendError, ChatBackend, Generation
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer, vote_key
 from podium.core.budget import StopReason
 from podium.core.calls import CallUsage

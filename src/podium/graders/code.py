@@ -6,7 +6,7 @@ Two test formats: HumanEval (prompt + completion + test + ``check(entry_point)``
 
 import re
 
-from podium.benchmarks.items import AssertTests, HumanEvalTests
+from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.core.answers import extract_code
 from podium.core.calls import Status
 from podium.graders.verdict import Verdict

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import PositiveInt, model_validator
 
 from podium.backends.factory import BackendSpec, build_backend
-from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
-from podium.benchmarks.loaders import shared_data_dir
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.datasets.loaders import shared_data_dir
 from podium.config import Config
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory

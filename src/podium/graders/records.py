@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError, field_serializer, field_validator
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import Benchmark
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.core.record import Record

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import NonNegativeInt, PositiveInt
 
-from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.core.answers import VerifierKind
 from podium.core.record import Record
 from podium.errors import PodiumError

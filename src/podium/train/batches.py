@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError

@@ -5,7 +5,7 @@ only gathers their inputs from trajectories."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
 from podium.graders.grader import Grader

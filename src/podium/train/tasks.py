@@ -5,8 +5,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from podium.benchmarks.items import BenchmarkItem
-from podium.benchmarks.loaders import get_benchmark
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError
 from podium.train.config import GRPOConfig
 from podium.train.samples import TrainingDataError

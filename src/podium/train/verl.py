@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
 from podium.extras import require_extra

@@ -7,7 +7,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.train.config import GRPOConfig
 from podium.train.rollouts import ExecutorRollouts
 from podium.train.samples import ChatFormat, chat_dicts

@@ -5,7 +5,7 @@ orchestrator over the pool solves it within k attempts (the three tau2 criteria,
 import asyncio
 from typing import Any
 
-from podium.benchmarks.items import BenchmarkItem
+from podium.datasets.items import BenchmarkItem
 from podium.data.solver import Solver, sample_seed
 from podium.data.sources import SourcedItem
 from podium.data.synth.config import StepResult

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.core.answers import VerifierKind
 from podium.errors import MissingExtraError, PodiumError
 

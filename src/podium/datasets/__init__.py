@@ -1,7 +1,7 @@
 """Benchmarks: items (question, gold, verifier kind) and the named sources they are loaded from."""
 
-from podium.benchmarks.items import AssertTests, BenchmarkItem, HumanEvalTests
-from podium.benchmarks.loaders import Benchmark, BenchmarkError, get_benchmark, register_benchmark, shared_data_dir
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
+from podium.datasets.loaders import Benchmark, BenchmarkError, get_benchmark, register_benchmark, shared_data_dir
 
 __all__ = [
     "AssertTests",
