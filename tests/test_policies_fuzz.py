@@ -12,10 +12,11 @@ from podium.policies import (
     ParallelPolicy,
     Plan,
     PoolView,
+    Route,
     SerialPolicy,
+    Subtask,
     Summarize,
 )
-from podium.policies.base import Route, Subtask
 
 VIEW = PoolView(
     tools=[ToolSpec(name="python", description="Run code.", parameters={"type": "object", "properties": {}})],

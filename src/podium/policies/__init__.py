@@ -11,16 +11,12 @@ from podium.policies.base import (
     Dispatcher,
     InvalidCall,
     Outcome,
-    Plan,
     Policy,
     PoolView,
-    Route,
-    Subtask,
-    Summarize,
     refused,
 )
-from podium.policies.dag import DagPolicy
-from podium.policies.parallel import ParallelPolicy
+from podium.policies.dag import DagPolicy, Plan, Route, Subtask
+from podium.policies.parallel import ParallelPolicy, Summarize
 from podium.policies.route import RoutePolicy
 from podium.policies.serial import SerialPolicy
 

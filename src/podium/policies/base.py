@@ -31,57 +31,24 @@ class InvalidCall:
     """What was wrong with it."""
 
 
+class Action:
+    """What one orchestrator output asks for. Answers and rounds of calls are defined here; a policy with more
+    actions defines them beside itself (the parallel policy's summary, the DAG policy's plan)."""
+
+
 @dataclass(frozen=True)
-class Answer:
+class Answer(Action):
     """The episode's final answer."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class Calls:
+class Calls(Action):
     """Tool calls to run this turn (concurrently when there are several)."""
 
     calls: list[ToolCall]
     invalid: list[InvalidCall] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Summarize:
-    """ParaManager's ``final_answer`` call: a frozen summarizer model writes the answer from the history."""
-
-    call: ToolCall
-
-
-@dataclass(frozen=True)
-class Subtask:
-    """One node of an Uno-Orchestra plan."""
-
-    id: int
-    depends_on: tuple[int, ...]
-    description: str
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a subtask goes: an admissible (worker, primitive) pair and the instruction forwarded to it."""
-
-    subtask: int
-    model: str
-    skill: str
-    instruction: str
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A validated DAG round: subtasks in topological order, one route each."""
-
-    round: int
-    subtasks: list[Subtask]
-    routes: dict[int, Route]
-
-
-Action = Answer | Calls | Summarize | Plan
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 history to a summarizer model that writes the answer."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from podium.backends.grammar import Grammar, Limits, free_text, literal, repeated, sequence
 from podium.core.answers import extract_answer
-from podium.core.calls import ToolResult, ToolSpec
+from podium.core.calls import ToolCall, ToolResult, ToolSpec
 from podium.core.trajectory import Turn
 from podium.policies.base import (
     Action,
@@ -15,7 +16,6 @@ from podium.policies.base import (
     Outcome,
     Policy,
     PoolView,
-    Summarize,
 )
 from podium.policies.hermes import call_grammar, read_tool_calls, render_results, render_tools
 
@@ -25,6 +25,14 @@ FINAL_ANSWER = ToolSpec(
     "Call it alone, once the evidence suffices.",
     parameters={"type": "object", "properties": {}, "additionalProperties": False},
 )
+
+
+@dataclass(frozen=True)
+class Summarize(Action):
+    """ParaManager's ``final_answer`` call: a frozen summarizer model writes the answer from the history."""
+
+    call: ToolCall
+
 
 PARALLEL_PROMPT = """You are a manager agent. You solve the user's task in rounds by delegating to the agents and \
 tools of the pool below; every call returns a value and an explicit status.
