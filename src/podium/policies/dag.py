@@ -55,7 +55,8 @@ class Route:
 
     subtask: int
     model: str
-    skill: str
+    primitive: str
+    """Written ``skill="…"`` in the grammar (see :data:`LAZY_OPENING`)."""
     instruction: str
 
 
@@ -68,6 +69,9 @@ class Plan(Action):
     routes: dict[int, Route]
 
 
+# The papers' grammar (SPEC §3.3) names a primitive a skill: ``skill="…"``. The prompt, the decoding grammar and
+# the errors the orchestrator reads keep that word byte for byte, as the papers' data and Podium's trained
+# adapters have it; the code says primitive, the name the pool, its configs and Uno's Table 6 use.
 LAZY_OPENING = """You are an orchestrator that delegates selectively. For an easy question answer at once:
 <final_answer>ANSWER</final_answer>
 Otherwise decompose it into subtasks and route each to a (model, skill) pair from the pool:"""
@@ -110,11 +114,11 @@ class DagPolicy(Policy):
         self.lazy = lazy
 
     def system_prompt(self, view: PoolView) -> str:
-        pairs = ", ".join(f"({model}, {skill})" for model, skill in sorted(view.admissible)) or "none"
-        offered = sorted({skill for _, skill in view.admissible}, key=PRIMITIVES.index)
-        skills = "; ".join(f"{skill}: {PERFORMERS[skill].summary}" for skill in offered) or "none"
+        pairs = ", ".join(f"({model}, {primitive})" for model, primitive in sorted(view.admissible)) or "none"
+        offered = sorted({primitive for _, primitive in view.admissible}, key=PRIMITIVES.index)
+        summaries = "; ".join(f"{primitive}: {PERFORMERS[primitive].summary}" for primitive in offered) or "none"
         opening = LAZY_OPENING if self._may_answer_at_once(view) else FORCED_OPENING
-        return DAG_PROMPT.format(opening=opening, table=view.table, skills=skills, pairs=pairs)
+        return DAG_PROMPT.format(opening=opening, table=view.table, skills=summaries, pairs=pairs)
 
     def _may_answer_at_once(self, view: PoolView) -> bool:
         return self.lazy or not view.admissible
@@ -172,8 +176,8 @@ class DagPolicy(Policy):
         """The first turn, and a turn after a one-node plan ran (``<verify>`` then an answer or a new plan)."""
         if not view.admissible:
             return [[]]
-        model, skill = min(view.admissible)
-        plan = Plan(1, [Subtask(1, (), "a subtask")], {1: Route(1, model, skill, "an instruction")})
+        model, primitive = min(view.admissible)
+        plan = Plan(1, [Subtask(1, (), "a subtask")], {1: Route(1, model, primitive, "an instruction")})
         return [[], [plan]]
 
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
@@ -195,7 +199,7 @@ class DagPolicy(Policy):
         return choice(verified, sequence(literal("<verify>"), check, literal("<replan/></verify>\n"), plan))
 
     def _plan_grammar(self, view: PoolView, earlier: list[Plan], limits: Limits) -> Grammar | None:
-        pairs = [literal(f'model="{model}" skill="{skill}"') for model, skill in sorted(view.admissible)]
+        pairs = [literal(f'model="{model}" skill="{primitive}"') for model, primitive in sorted(view.admissible)]
         if not pairs:
             return None
         first = 1 + max((subtask.id for plan in earlier for subtask in plan.subtasks), default=0)
@@ -292,17 +296,19 @@ def _subtask(node: Element, done: set[int], seen: set[int]) -> Subtask:
 def _route(element: Element, view: PoolView) -> Route:
     subtask_id = _integer(element, "subtask")
     model = element.attributes.get("model", "")
-    skill = element.attributes.get("skill", "")
+    primitive = element.attributes.get("skill", "")
     if model not in view.workers:
         shown = _quoted(model)
         raise ActionParseError(f"route of subtask {subtask_id}: unknown model '{shown}'; models: {view.workers}")
-    if skill not in PRIMITIVES:
-        shown = _quoted(skill)
+    if primitive not in PRIMITIVES:
+        shown = _quoted(primitive)
         raise ActionParseError(f"route of subtask {subtask_id}: unknown skill '{shown}'; skills: {list(PRIMITIVES)}")
-    if (model, skill) not in view.admissible:
+    if (model, primitive) not in view.admissible:
         offered = sorted(s for m, s in view.admissible if m == model)
-        raise ActionParseError(f"route of subtask {subtask_id}: {model} does not offer '{skill}'; it offers {offered}")
-    return Route(subtask=subtask_id, model=model, skill=skill, instruction=element.body.strip())
+        raise ActionParseError(
+            f"route of subtask {subtask_id}: {model} does not offer '{primitive}'; it offers {offered}"
+        )
+    return Route(subtask=subtask_id, model=model, primitive=primitive, instruction=element.body.strip())
 
 
 def _quoted(value: str) -> str:
@@ -344,7 +350,7 @@ async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) ->
         route = plan.routes[subtask.id]
         instruction = route.instruction or subtask.description
         call_id = f"{SUBTASK_CALL_PREFIX}{subtask.id}"
-        call = primitive_call(route.model, route.skill, instruction, node_inputs(parents), call_id)
+        call = primitive_call(route.model, route.primitive, instruction, node_inputs(parents), call_id)
         return await dispatch.route(call)
 
     for subtask in plan.subtasks:  # emission order is topological: parents are created first

@@ -15,7 +15,7 @@ _TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([
 MAX_TAGS = 256
 """Most grammar tags read from one output: a plan's 16 subtasks and routes with their checks need far fewer."""
 MAX_TAG_CHARS = 1024
-"""Longest attribute text of one tag (ids, worker labels and skills are short)."""
+"""Longest attribute text of one tag (ids, worker labels and primitives are short)."""
 # Possessive and anchored after a non-name character, so a long run of letters is scanned once, not once per
 # starting position.
 _ATTRIBUTE = re.compile(r'(?<![A-Za-z_])([A-Za-z_]++)\s*+=\s*+"([^"]*+)"')
