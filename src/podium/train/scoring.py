@@ -118,7 +118,7 @@ def path_steps(trajectory: Trajectory) -> list[Step]:
         if turn.choice_probs is None:
             raise TrainingDataError(
                 f"trajectory {trajectory.id}, turn {turn.index}: no choice probabilities; advantage 'expected' needs "
-                "a policy whose every action is one of a few words (route) and a local policy model that scores them"
+                "a policy whose every action is one of a few words (escalate) and a local policy model that scores them"
             )
         steps.append((turn.choice_probs, turn.output))
     return steps
