@@ -1,12 +1,12 @@
 """ParaManager's parallel rounds: reason, then up to n_max calls run concurrently; ``final_answer`` hands the
-history to a summarizer model that writes the answer."""
+history to the pool's summarizer role (:mod:`podium.pool.summarizer`), which writes the answer."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from podium.backends.grammar import Grammar, Limits, free_text, literal, repeated, sequence
 from podium.core.answers import extract_answer
-from podium.core.calls import ToolCall, ToolResult, ToolSpec
+from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import (
     Action,
@@ -18,13 +18,7 @@ from podium.policies.base import (
     PoolView,
 )
 from podium.policies.hermes import call_grammar, read_tool_calls, render_results, render_tools
-
-FINAL_ANSWER = ToolSpec(
-    name="final_answer",
-    description="End the episode: a summarizer model reads the whole history and writes the final answer. "
-    "Call it alone, once the evidence suffices.",
-    parameters={"type": "object", "properties": {}, "additionalProperties": False},
-)
+from podium.pool.summarizer import FINAL_ANSWER
 
 
 @dataclass(frozen=True)

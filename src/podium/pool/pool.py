@@ -1,6 +1,6 @@
 """A pool built from its config: the tool registry the orchestrator calls, the primitive tools routed DAG nodes
-run on, the worker backends, the blind label mapping, and the table of members rendered into the orchestrator's
-system prompt (with the descriptions of the pool's descriptions file, where they are fresh)."""
+run on, the summarizer, the worker backends, the blind label mapping, and the table of members rendered into the
+orchestrator's system prompt (with the descriptions of the pool's descriptions file, where they are fresh)."""
 
 import random
 from collections.abc import Collection
@@ -23,6 +23,7 @@ from podium.pool.primitives.kit import PrimitiveKit
 from podium.pool.primitives.tools import PERFORMERS, primitive_tools
 from podium.pool.registry import ToolRegistry
 from podium.pool.roles import RoleKit, role_tools
+from podium.pool.summarizer import summarizer_tool
 from podium.pool.tool import Tool
 from podium.pool.workers import model_tool
 from podium.sandbox import Sandbox
@@ -118,6 +119,15 @@ class Pool:
             self.prices.tool_price(name).per_call_usd == self.prices.tool_price(name).per_second_usd == 0
             for name in tools
         )
+
+    def summarizer(self, worker: str | None = None, max_tokens: int | None = None) -> ToolRegistry:
+        """The summarizer role (``final_answer``) on ``worker`` (a name; default the role worker, else the first
+        worker), its reply at most ``max_tokens`` (default and cap: the worker's own), in a registry of its own:
+        the orchestrator is not offered it as a tool."""
+        chosen = self.workers[worker or self.config.role_worker or self.config.workers[0].name]
+        limit = min(chosen.max_tokens, max_tokens or chosen.max_tokens)
+        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.timeout_s * (chosen.max_retries + 1))
+        return ToolRegistry([tool], prices=self.prices, max_observation_chars=self.config.max_observation_chars)
 
     def close(self) -> None:
         """End the sessions with the pool's MCP servers (stdio servers stop)."""

@@ -33,6 +33,7 @@ from podium.policies import Action, ActionParseError, Answer, Policy, PoolView
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment
+from podium.pool.summarizer import FINAL_ANSWER
 from podium.runtime.config import RunConfig
 from podium.runtime.dispatch import EpisodeDispatcher
 from podium.runtime.grounding import ground, recover
@@ -144,7 +145,7 @@ class Episode:
         if not wanted or self.trajectory.answer is not None or not self.trajectory.turns:
             return
         evidence = self._observations()
-        result = await self.dispatch.summarize(ToolCall(name="final_answer", id="on_stop"))
+        result = await self.dispatch.summarize(ToolCall(name=FINAL_ANSWER.name, id="on_stop"))
         self.trajectory.turns[-1].results.append(result)
         self.unrecorded.clear()
         if result.ok:

@@ -20,7 +20,6 @@ from podium.pool.resources import Attachment
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
 from podium.runtime.episode import Episode, Respond
-from podium.runtime.summarizer import summarizer_tool
 
 
 class Executor:
@@ -109,7 +108,7 @@ class Executor:
             policy=self.policy,
             view=view,
             registry=registry,
-            summarizer=self._summarizer(pool),
+            summarizer=pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens),
             primitives=pool.primitives,
             attachments=attached,
             config=self.config,
@@ -158,14 +157,6 @@ class Executor:
 
         kept = registry.subset([name for name in registry.names() if shown(name)])
         return kept, [label for label in pool.labels.values() if shown(label)]
-
-    def _summarizer(self, pool: Pool) -> ToolRegistry:
-        config = pool.config
-        name = self.config.summarizer or config.role_worker or config.workers[0].name
-        worker = pool.workers[name]
-        max_tokens = min(worker.max_tokens, self.config.summarizer_max_tokens or worker.max_tokens)
-        tool = summarizer_tool(pool.backends[name], max_tokens, worker.timeout_s * (worker.max_retries + 1))
-        return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
 
     def _constrained(self, view: PoolView) -> bool:
         """Whether the orchestrator decodes under the policy's grammar (checked buildable here)."""
