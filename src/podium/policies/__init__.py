@@ -13,6 +13,7 @@ from podium.policies.base import (
     Outcome,
     Policy,
     PoolView,
+    Toolset,
     refused,
 )
 from podium.policies.dag import DagPolicy, Plan, Route, Subtask
@@ -69,6 +70,7 @@ __all__ = [
     "SerialPolicy",
     "Subtask",
     "Summarize",
+    "Toolset",
     "build_policy",
     "refused",
 ]

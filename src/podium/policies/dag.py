@@ -351,7 +351,8 @@ async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) ->
         instruction = route.instruction or subtask.description
         call_id = f"{SUBTASK_CALL_PREFIX}{subtask.id}"
         call = primitive_call(route.model, route.primitive, instruction, node_inputs(parents), call_id)
-        return await dispatch.route(call)
+        (result,) = await dispatch.run([call], "primitives")
+        return result
 
     for subtask in plan.subtasks:  # emission order is topological: parents are created first
         nodes[subtask.id] = asyncio.create_task(run_node(subtask))

@@ -97,7 +97,7 @@ class EscalationPolicy(Policy):
         replies = [result for result in outcome.results if result.ok and result.call.name == ROLE]
         checks = [ToolCall(name=self.verify, arguments={"text": str(reply.observation or "")}, id=f"verify_{n}")
                   for n, reply in enumerate(replies)]  # fmt: skip
-        return Outcome([*outcome.results, *await dispatch.calls(checks)])
+        return Outcome([*outcome.results, *await dispatch.run(checks)])
 
 
 def last_reply(history: Sequence[Turn]) -> str:

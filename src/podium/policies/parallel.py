@@ -93,6 +93,6 @@ class ParallelPolicy(Policy):
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         if isinstance(action, Summarize):
-            result = await dispatch.summarize(action.call)
+            (result,) = await dispatch.run([action.call], "summarizer")
             return Outcome([result], extract_answer(str(result.value)) if result.ok else None)
         return await super().execute(action, dispatch, history, limit)

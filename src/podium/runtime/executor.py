@@ -13,7 +13,7 @@ from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError, MissingExtraError
-from podium.policies import Policy, PoolView, build_policy
+from podium.policies import Policy, PoolView, Toolset, build_policy
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment
@@ -107,9 +107,7 @@ class Executor:
             orchestrator=self.orchestrator,
             policy=self.policy,
             view=view,
-            registry=registry,
-            summarizer=pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens),
-            primitives=pool.primitives,
+            toolsets=self._toolsets(pool, registry),
             attachments=attached,
             config=self.config,
             budget=self.budget,
@@ -157,6 +155,11 @@ class Executor:
 
         kept = registry.subset([name for name in registry.names() if shown(name)])
         return kept, [label for label in pool.labels.values() if shown(label)]
+
+    def _toolsets(self, pool: Pool, registry: ToolRegistry) -> dict[Toolset, ToolRegistry]:
+        """What an episode's calls run on: the tools it offers, the pool's summarizer, the primitive tools."""
+        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens)
+        return {"tools": registry, "summarizer": summarizer, "primitives": pool.primitives}
 
     def _constrained(self, view: PoolView) -> bool:
         """Whether the orchestrator decodes under the policy's grammar (checked buildable here)."""
