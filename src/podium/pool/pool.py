@@ -13,7 +13,6 @@ from podium.backends.factory import backend_price, build_backend
 from podium.config import read_structured_file
 from podium.core.calls import ToolCall, ToolResult
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
-from podium.errors import ConfigError
 from podium.pool.builtin import check_arithmetic_tool, python_tool, symbolic_math_tool
 from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
@@ -22,6 +21,7 @@ from podium.pool.descriptions import with_descriptions
 from podium.pool.primitives.kit import PrimitiveKit
 from podium.pool.primitives.tools import PERFORMERS, primitive_tools
 from podium.pool.registry import ToolRegistry
+from podium.pool.resources import checked_attachments
 from podium.pool.roles import RoleKit, role_tools
 from podium.pool.summarizer import summarizer_tool
 from podium.pool.tool import Tool
@@ -126,7 +126,7 @@ class Pool:
         the orchestrator is not offered it as a tool."""
         chosen = self.workers[worker or self.config.role_worker or self.config.workers[0].name]
         limit = min(chosen.max_tokens, max_tokens or chosen.max_tokens)
-        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.timeout_s * (chosen.max_retries + 1))
+        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.call_timeout_s)
         return ToolRegistry([tool], prices=self.prices, max_observation_chars=self.config.max_observation_chars)
 
     def close(self) -> None:
@@ -150,16 +150,11 @@ class Pool:
         performer = PERFORMERS[primitive]
         if performer.sandbox_runs:
             return self.prices.tool_price("symbolic_math" if primitive == "symbolic_math" else "python")
-        if performer.searches and self.search_tool is not None:
-            return self.prices.tool_price(self.search_tool)
+        if performer.searches and self.config.search_tool is not None:
+            return self.prices.tool_price(self.config.search_tool)
         if primitive == "call_api" and self.config.api_endpoints:
             return max((e.price for e in self.config.api_endpoints), key=lambda p: (p.per_call_usd, p.per_second_usd))
         return ToolPrice()
-
-    @property
-    def search_tool(self) -> str | None:
-        """The search tool web_search and fact_check use: ``web_search`` if the pool has it, else ``local_search``."""
-        return next((name for name in ("web_search", "local_search") if name in self.config.tools), None)
 
     def _priced(self, primitive: str) -> str:
         price = self.tool_price(primitive)
@@ -208,7 +203,7 @@ class Pool:
             prices=self.prices,
             run_tool=self.helpers.call,
             symbolic_math=self.helpers.get("symbolic_math"),
-            search_tool=self.search_tool,
+            search_tool=config.search_tool,
         )
         admitted = {
             primitive: [self.labels[w.name] for w in config.workers if primitive in w.primitives]
@@ -228,13 +223,13 @@ class Pool:
             return await (registry if call.name in registry else helpers).call(call)
 
         default = config.role_worker or config.workers[0].name
-        slowest = max(worker.timeout_s * (worker.max_retries + 1) for worker in config.workers)
+        slowest = max(worker.call_timeout_s for worker in config.workers)
         return RoleKit(
             backends={self.labels[name]: backend for name, backend in self.backends.items()},
             default_label=self.labels[default],
             max_tokens={self.labels[w.name]: w.max_tokens for w in config.workers},
             run_tool=run_tool,
-            search_tool=next((t for t in ("local_search", "web_search") if t in config.tools), None),
+            search_tool=config.search_tool,
             ensemble_samples=config.ensemble_samples,
             timeout_s=slowest * (config.ensemble_samples + 2),
             tool_usd_bounds={name: helpers.price_bound(name) for name in basic},
@@ -294,16 +289,13 @@ def _with_attachments(config: PoolConfig) -> PoolConfig:
     (a relative path is taken from the current directory; :func:`load_pool_config` resolves it from the file)."""
     if not config.attachments:
         return config
-    attachments = [attachment.resolved(Path.cwd()) for attachment in config.attachments]
-    for index, attachment in enumerate(attachments):
-        if not Path(attachment.path).is_file():
-            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
+    attachments = checked_attachments(config.attachments, Path.cwd())
     paths = [
         *config.sandbox.read_only_paths,
         *(a.path for a in attachments if a.path not in config.sandbox.read_only_paths),
     ]
     sandbox = config.sandbox.model_copy(update={"read_only_paths": paths})
-    return config.model_copy(update={"attachments": attachments, "sandbox": sandbox})
+    return config.model_copy(update={"attachments": list(attachments), "sandbox": sandbox})
 
 
 def load_pool_config(path: str | Path) -> PoolConfig:

@@ -16,7 +16,7 @@ from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView, Toolset, build_policy
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
-from podium.pool.resources import Attachment
+from podium.pool.resources import Attachment, checked_attachments
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
 from podium.runtime.episode import Episode, Respond
@@ -85,7 +85,7 @@ class Executor:
         holds earlier turns of a conversation (user and assistant messages), shown before the question as far as
         ``max_history_tokens`` allows, the newest kept first.
         """
-        attached = episode_attachments(attachments)
+        attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
         system = self.policy.system_prompt(view)
@@ -196,15 +196,3 @@ def fit_history(history: Sequence[Message], orchestrator: ChatBackend, max_token
             break
         kept.append(message)
     return kept[::-1]
-
-
-def episode_attachments(attachments: Sequence[Attachment]) -> tuple[Attachment, ...]:
-    """The episode's attachments with absolute paths, each checked to be a file with a unique name."""
-    resolved = tuple(attachment.resolved(Path.cwd()) for attachment in attachments)
-    names = [attachment.name for attachment in resolved]
-    for index, attachment in enumerate(resolved):
-        if attachment.name in names[:index]:
-            raise ConfigError(f"attachments.{index}.name: '{attachment.name}' is attached twice")
-        if not Path(attachment.path).is_file():
-            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
-    return resolved

@@ -92,7 +92,7 @@ def _tool(kit: PrimitiveKit, name: str, labels: list[str]) -> Tool:
 
 
 def _timeout(kit: PrimitiveKit, performer: Performer, labels: list[str]) -> float:
-    worker = max(kit.workers[label].timeout_s * (kit.workers[label].max_retries + 1) for label in labels)
+    worker = max(kit.workers[label].call_timeout_s for label in labels)
     sandbox = kit.sandbox.config.wall_time_s * performer.sandbox_runs
     api = max((endpoint.timeout_s for endpoint in kit.config.api_endpoints), default=0.0)
     return worker * performer.generations + sandbox + api + TIMEOUT_GRACE_S
