@@ -27,8 +27,8 @@ from podium.core.trajectory import Turn
 from podium.policies.base import Action, ActionParseError, Answer, Dispatcher, Outcome, Policy, PoolView
 from podium.policies.hermes import escape_protocol_tags
 from podium.policies.tags import Element, read_elements
-from podium.pool.primitives import PRIMITIVES, primitive_call
-from podium.pool.primitives.tools import PERFORMERS
+from podium.pool.config import PRIMITIVES
+from podium.pool.primitives.tools import PERFORMERS, primitive_call
 
 SUBTASK_CALL_PREFIX = "subtask-"
 """Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""

@@ -1,7 +1,7 @@
 """The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox, prices, and what primitives
 work on (attachments, API endpoints, schemas) and the file of model descriptions."""
 
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
@@ -11,7 +11,6 @@ from podium.config import Config
 from podium.costs.prices import ModelPrice
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
-from podium.pool.primitives import Primitive
 from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
 from podium.sandbox import SandboxConfig
 
@@ -19,6 +18,25 @@ BasicTool = Literal["python", "symbolic_math", "local_search", "web_search", "ch
 SEARCH_TOOLS = ("local_search", "web_search")
 """The basic tools that search, in the order roles and primitives prefer them."""
 RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
+Primitive = Literal[
+    "direct_answer",
+    "reason",
+    "web_search",
+    "database_query",
+    "fact_check",
+    "read_document",
+    "read_code",
+    "extract_field",
+    "parse_structured",
+    "execute_python",
+    "execute_shell",
+    "call_api",
+    "symbolic_math",
+]
+"""Uno-Orchestra's primitives (seed 003, Table 6): what a worker is asked to do with a subtask. Worker configs, the
+DAG grammar and its validator all use this vocabulary; :mod:`podium.pool.primitives` performs each one."""
+PRIMITIVES: tuple[str, ...] = get_args(Primitive)
+"""Every primitive, in the order of Uno's Table 6."""
 
 
 class WorkerConfig(Config):

@@ -11,18 +11,17 @@ from podium.backends.base import ChatBackend
 from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.factory import backend_price, build_backend
 from podium.config import read_structured_file
-from podium.core.calls import ToolCall, ToolResult
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.pool.builtin import check_arithmetic_tool, python_tool, symbolic_math_tool
 from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.descriptions import with_descriptions
-from podium.pool.primitives.kit import PrimitiveKit
-from podium.pool.primitives.tools import PERFORMERS, primitive_tools
+from podium.pool.kit import PoolKit
+from podium.pool.primitives.tools import PERFORMERS, primitive_price, primitive_tools
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import checked_attachments
-from podium.pool.roles import RoleKit, role_tools
+from podium.pool.roles import role_tools
 from podium.pool.summarizer import summarizer_tool
 from podium.pool.tool import Tool
 from podium.pool.workers import model_tool
@@ -49,6 +48,8 @@ class Pool:
     """Tools, models-as-tools and roles under their shown names."""
     helpers: ToolRegistry = field(init=False)
     """The basic tools (and symbolic_math, always) that roles and primitives run for themselves."""
+    kit: PoolKit = field(init=False)
+    """What the roles and the primitive tools run on."""
     primitives: ToolRegistry = field(init=False)
     """One tool per primitive some worker admits (what a routed DAG node calls); not offered as tools. They
     charge what they use (worker tokens, sandbox time, searches, API calls), nothing for their name."""
@@ -62,6 +63,15 @@ class Pool:
         )
         if "symbolic_math" not in self.helpers:
             self.helpers.add(symbolic_math_tool(self.sandbox))
+        config = self.config
+        self.kit = PoolKit(
+            config=config,
+            backends={self.labels[name]: backend for name, backend in self.backends.items()},
+            workers={self.labels[worker.name]: worker for worker in config.workers},
+            helpers=self.helpers,
+            sandbox=self.sandbox,
+            default_label=self.labels[config.role_worker or config.workers[0].name],
+        )
         self.registry = self._registry(basic)
         self.primitives = self._primitive_registry()
 
@@ -138,27 +148,14 @@ class Pool:
         primitive itself pays for."""
         return {
             (self.labels[worker.name], primitive): PairPrice(
-                self.backends[worker.name].price, self.tool_price(primitive)
+                self.backends[worker.name].price, primitive_price(self.kit, primitive)
             )
             for worker in self.config.workers
             for primitive in worker.primitives
         }
 
-    def tool_price(self, primitive: str) -> ToolPrice:
-        """What a primitive pays for on top of the worker's tokens: sandbox time (python or symbolic_math), one
-        search per query (the pool's search tool), one request (the dearest API endpoint)."""
-        performer = PERFORMERS[primitive]
-        if performer.sandbox_runs:
-            return self.prices.tool_price("symbolic_math" if primitive == "symbolic_math" else "python")
-        if performer.searches and self.config.search_tool is not None:
-            return self.prices.tool_price(self.config.search_tool)
-        if primitive == "call_api" and self.config.api_endpoints:
-            return max((e.price for e in self.config.api_endpoints), key=lambda p: (p.per_call_usd, p.per_second_usd))
-        return ToolPrice()
-
     def _priced(self, primitive: str) -> str:
-        price = self.tool_price(primitive)
-        extra = _price_text(price)
+        extra = _price_text(primitive_price(self.kit, primitive))
         return f"{primitive} (+{extra})" if extra else primitive
 
     def _basic_tools(self) -> dict[str, Tool]:
@@ -189,22 +186,12 @@ class Pool:
                 backend = self.backends[worker.name]
                 registry.add(model_tool(self.labels[worker.name], worker, backend))
         if config.roles:
-            for tool in role_tools(self._role_kit(registry, basic), list(config.roles)):
+            for tool in role_tools(self.kit, list(config.roles)):
                 registry.add(tool)
         return registry
 
     def _primitive_registry(self) -> ToolRegistry:
         config = self.config
-        kit = PrimitiveKit(
-            config=config,
-            backends={self.labels[name]: backend for name, backend in self.backends.items()},
-            workers={self.labels[worker.name]: worker for worker in config.workers},
-            sandbox=self.sandbox,
-            prices=self.prices,
-            run_tool=self.helpers.call,
-            symbolic_math=self.helpers.get("symbolic_math"),
-            search_tool=config.search_tool,
-        )
         admitted = {
             primitive: [self.labels[w.name] for w in config.workers if primitive in w.primitives]
             for primitive in PERFORMERS
@@ -212,27 +199,7 @@ class Pool:
         # The primitive tools are free by name: they charge what they use, already priced in their outputs.
         free = PriceCatalog(use_genai_prices=False)
         return ToolRegistry(
-            primitive_tools(kit, admitted), prices=free, max_observation_chars=config.max_observation_chars
-        )
-
-    def _role_kit(self, registry: ToolRegistry, basic: dict[str, Tool]) -> RoleKit:
-        config = self.config
-        helpers = self.helpers
-
-        async def run_tool(call: ToolCall) -> ToolResult:
-            return await (registry if call.name in registry else helpers).call(call)
-
-        default = config.role_worker or config.workers[0].name
-        slowest = max(worker.call_timeout_s for worker in config.workers)
-        return RoleKit(
-            backends={self.labels[name]: backend for name, backend in self.backends.items()},
-            default_label=self.labels[default],
-            max_tokens={self.labels[w.name]: w.max_tokens for w in config.workers},
-            run_tool=run_tool,
-            search_tool=config.search_tool,
-            ensemble_samples=config.ensemble_samples,
-            timeout_s=slowest * (config.ensemble_samples + 2),
-            tool_usd_bounds={name: helpers.price_bound(name) for name in basic},
+            primitive_tools(self.kit, admitted), prices=free, max_observation_chars=config.max_observation_chars
         )
 
 
