@@ -12,10 +12,11 @@ from podium.policies import (
     ParallelPolicy,
     Plan,
     PoolView,
+    Route,
     SerialPolicy,
+    Subtask,
     Summarize,
 )
-from podium.policies.base import Route, Subtask
 
 VIEW = PoolView(
     tools=[ToolSpec(name="python", description="Run code.", parameters={"type": "object", "properties": {}})],
@@ -27,7 +28,7 @@ EARLIER = [
     Plan(
         round=1,
         subtasks=[Subtask(id=1, depends_on=(), description="a")],
-        routes={1: Route(subtask=1, model="Worker1", skill="reason", instruction="a")},
+        routes={1: Route(subtask=1, model="Worker1", primitive="reason", instruction="a")},
     )
 ]
 FRAGMENTS = [
@@ -86,6 +87,6 @@ def test_accepted_plans_are_acyclic_and_fully_routed() -> None:
             ids = [subtask.id for subtask in action.subtasks]
             assert len(set(ids)) == len(ids) and set(action.routes) == set(ids)
             assert all(parent < subtask.id for subtask in action.subtasks for parent in subtask.depends_on)
-            assert all((route.model, route.skill) in VIEW.admissible for route in action.routes.values())
+            assert all((route.model, route.primitive) in VIEW.admissible for route in action.routes.values())
 
     check()

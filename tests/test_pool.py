@@ -196,3 +196,18 @@ def test_knowledge_searcher_writes_queries_and_returns_evidence(hotpot_index):
     )
     fallback = call(unreadable, "knowledge_searcher", subtask="Ed Wood")
     assert fallback.value["queries"] == ["Ed Wood"]  # the subtask itself is searched
+
+
+@pytest.mark.parametrize(
+    ("tools", "searched"), [(["web_search", "local_search"], "local_search"), (["web_search"], "web_search")]
+)
+def test_roles_and_primitives_search_with_the_same_tool(tools, searched):
+    worker = WorkerConfig(name="a", backend="scripted", model="m", replies=["x"], primitives=["web_search"])
+    pool = build_pool(PoolConfig(workers=[worker], tools=tools, roles=["knowledge_searcher"]))
+    assert pool.config.search_tool == searched
+    # The worker is free, so what a call may cost is its searches: three at Tavily's $0.01, or free local ones.
+    searches = 0.03 if searched == "web_search" else 0.0
+    role = pool.registry.cost_bound(ToolCall(name="knowledge_searcher", arguments={}))
+    primitive = pool.primitives.cost_bound(ToolCall(name="web_search", arguments={"model": "a", "instruction": "x"}))
+    assert role.usd == pytest.approx(searches) and primitive.usd == pytest.approx(searches)
+    assert ("web_search (+$0.01/call)" in pool.table()) is (searched == "web_search")

@@ -7,8 +7,7 @@ import pytest
 
 from podium.core.calls import Status
 from podium.errors import ConfigError
-from podium.pool.config import PoolConfig
-from podium.pool.primitives import PRIMITIVES
+from podium.pool.config import PRIMITIVES, PoolConfig
 from podium.pool.primitives.templates import parse_template, template
 from podium.pool.primitives.tools import PERFORMERS
 from podium.pool.resources import Attachment

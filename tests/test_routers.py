@@ -1,4 +1,4 @@
-"""RouteLLM's metrics against hand-computed values, the router baselines, and the route policy."""
+"""RouteLLM's metrics against hand-computed values, the router baselines, and the escalate policy."""
 
 import asyncio
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, Outcome, RoutingItem, split_of
 from podium.evaluate.routing.metrics import Point, apgr, cpt, curve, pgr
@@ -20,7 +20,7 @@ from podium.evaluate.routing.routers import (
     random_scores,
     sweep,
 )
-from podium.policies import ActionParseError, Answer, Calls, PoolView, RoutePolicy
+from podium.policies import ActionParseError, Answer, Calls, EscalationPolicy, PoolView
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
@@ -95,8 +95,8 @@ def test_splits_are_fixed_by_the_question_text() -> None:
 VIEW = PoolView(tools=[], table="| a | model | cheap | $1/$1 per 1M in/out tokens | reason |", workers=["a", "b"])
 
 
-def test_route_policy_parses_one_word_and_its_grammar_offers_only_legal_words() -> None:
-    policy = RoutePolicy()
+def test_escalate_policy_parses_one_word_and_its_grammar_offers_only_legal_words() -> None:
+    policy = EscalationPolicy()
     assert policy.choices(VIEW) == ["a", "b"] and policy.grammar(VIEW).regex == "(?:a|b)"
     action = policy.parse(" a\n", VIEW, [])
     assert isinstance(action, Calls) and action.calls[0].arguments == {"model": "a"}
@@ -130,26 +130,26 @@ def cat_pool(tmp_path, tools=()) -> object:
     return build_pool(config)
 
 
-def test_route_episode_escalates_and_accepts_the_whole_last_reply(tmp_path) -> None:
+def test_escalation_episode_escalates_and_accepts_the_whole_last_reply(tmp_path) -> None:
     pool = cat_pool(tmp_path)
     scripted = ScriptedBackend(["w", "s", "accept"])
     trajectory = asyncio.run(
-        Executor(pool, RunConfig(policy="route"), orchestrator=scripted).run("How many legs has a cat?")
+        Executor(pool, RunConfig(policy="escalate"), orchestrator=scripted).run("How many legs has a cat?")
     )
     assert trajectory.answer == "It has 4 legs."  # the caller extracts what its verifier needs
     assert [r.status for r in trajectory.results] == [Status.OK, Status.OK]
     assert trajectory.messages[3].content == "w replied:\nIt has 1 + 2 = 4 legs.\n#### 4"  # the whole reply
     assert [turn.choices for turn in trajectory.turns] == [["w", "s"], ["s", "accept"], ["accept"]]
     unknown = asyncio.run(
-        Executor(pool, RunConfig(policy="route"), orchestrator=ScriptedBackend(["w", "accept"])).run("Other?")
+        Executor(pool, RunConfig(policy="escalate"), orchestrator=ScriptedBackend(["w", "accept"])).run("Other?")
     )
     assert unknown.results[0].status is Status.EXEC_ERR and unknown.answer == ""
     assert "w failed (EXEC_ERR)" in unknown.messages[3].content
 
 
-def test_route_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(tmp_path) -> None:
+def test_escalation_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(tmp_path) -> None:
     pool = cat_pool(tmp_path, tools=["check_arithmetic"])
-    run = RunConfig(policy="route", verify="check_arithmetic", reply_chars=0)
+    run = RunConfig(policy="escalate", verify="check_arithmetic", reply_chars=0)
     trajectory = asyncio.run(
         Executor(pool, run, orchestrator=ScriptedBackend(["w", "accept"])).run("How many legs has a cat?")
     )
@@ -158,9 +158,9 @@ def test_route_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(tmp_pa
     assert observation.startswith("w replied (10 words).\ncheck_arithmetic: 1 of 1 calculations wrong: 1 + 2 = 4")
     assert "1 + 2 = 4 legs" not in observation.split("\n")[0]
     with pytest.raises(ConfigError, match="verify"):
-        Executor(pool, RunConfig(policy="route", verify="python"))
+        Executor(pool, RunConfig(policy="escalate", verify="python"))
     with pytest.raises(ValueError, match="needs a verify tool"):
-        RunConfig(policy="route", reply_chars=0)
+        RunConfig(policy="escalate", reply_chars=0)
 
 
 def test_cascade_features_read_the_weak_reply() -> None:

@@ -374,7 +374,7 @@ def test_role_cost_bounds_charge_their_own_helper_tool() -> None:
 
 def test_the_summarizer_grammar_ends_with_a_boxed_answer_within_the_budget():
     from podium.backends.grammar import fit
-    from podium.runtime.summarizer import summary_grammar
+    from podium.pool.summarizer import summary_grammar
 
     grammar = fit(summary_grammar, 192)
     assert grammar.max_tokens is not None and grammar.max_tokens <= 192

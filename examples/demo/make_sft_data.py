@@ -23,8 +23,8 @@ from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.pool.pool import Pool, build_pool, load_pool_config
 from podium.pool.roles import CODE_PROMPT
+from podium.pool.summarizer import SUMMARIZER_PROMPT
 from podium.runtime import Executor, RunConfig
-from podium.runtime.summarizer import SUMMARIZER_PROMPT
 
 HERE = Path(__file__).parent
 MAX_TOKENS = {"serial": 512, "parallel": 1536, "dag": 2048}

@@ -40,7 +40,7 @@ class CollectConfig(ItemSource, StageSettings):
     """``podium eval`` run directories or results files to select from instead of running the teacher."""
     samples: PositiveInt | Literal["all"] = 8
     """Attempts per question (ParaManager: 8). ``all``: every path of the teacher's action tree once, for a policy
-    whose every action is one of a few words (``route``) over workers that answer deterministically (replays):
+    whose every action is one of a few words (``escalate``) over workers that answer deterministically (replays):
     with ``prefer_cheap``, an oracle teacher that labels each question with its cheapest correct path."""
     temperature: NonNegativeFloat = 1.0
     """Sampling temperature of the teacher (above 0, or the attempts are alike); not used with ``samples: all``."""

@@ -11,20 +11,17 @@ from podium.policies.base import (
     Dispatcher,
     InvalidCall,
     Outcome,
-    Plan,
     Policy,
     PoolView,
-    Route,
-    Subtask,
-    Summarize,
+    Toolset,
     refused,
 )
-from podium.policies.dag import DagPolicy
-from podium.policies.parallel import ParallelPolicy
-from podium.policies.route import RoutePolicy
+from podium.policies.dag import DagPolicy, Plan, Route, Subtask
+from podium.policies.escalate import EscalationPolicy
+from podium.policies.parallel import ParallelPolicy, Summarize
 from podium.policies.serial import SerialPolicy
 
-PolicyName = Literal["serial", "parallel", "dag", "route"]
+PolicyName = Literal["serial", "parallel", "dag", "escalate"]
 
 
 def build_policy(
@@ -33,20 +30,20 @@ def build_policy(
     """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
     (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
     remove; ``verify`` (the tool that checks each reply) and ``reply_chars`` (how much of a reply is shown) are the
-    route policy's and an error for the others."""
+    escalation policy's and an error for the others."""
     policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
         "dag": DagPolicy,
-        "route": RoutePolicy,
+        "escalate": EscalationPolicy,
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
     for option, value in (("verify", verify), ("reply_chars", reply_chars)):
-        if value is not None and name != "route":
-            raise ValueError(f"{option} applies to the route policy, not to '{name}'")
-    if name == "route":
-        return RoutePolicy(verify=verify, reply_chars=reply_chars)
+        if value is not None and name != "escalate":
+            raise ValueError(f"{option} applies to the escalate policy, not to '{name}'")
+    if name == "escalate":
+        return EscalationPolicy(verify=verify, reply_chars=reply_chars)
     if name == "dag":
         return DagPolicy(lazy=lazy)
     if not lazy:
@@ -61,6 +58,7 @@ __all__ = [
     "Calls",
     "DagPolicy",
     "Dispatcher",
+    "EscalationPolicy",
     "InvalidCall",
     "Outcome",
     "ParallelPolicy",
@@ -69,10 +67,10 @@ __all__ = [
     "PolicyName",
     "PoolView",
     "Route",
-    "RoutePolicy",
     "SerialPolicy",
     "Subtask",
     "Summarize",
+    "Toolset",
     "build_policy",
     "refused",
 ]

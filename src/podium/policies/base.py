@@ -8,13 +8,12 @@ Parsing never raises anything but :class:`ActionParseError`, whose message is sh
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from podium.backends.grammar import Grammar, Limits, fit
 from podium.core.calls import Refusal, Status, ToolCall, ToolResult, ToolSpec
 from podium.core.trajectory import Turn
 from podium.errors import PodiumError
-from podium.pool.registry import ToolRegistry
 
 
 class ActionParseError(PodiumError, ValueError):
@@ -31,57 +30,24 @@ class InvalidCall:
     """What was wrong with it."""
 
 
+class Action:
+    """What one orchestrator output asks for. Answers and rounds of calls are defined here; a policy with more
+    actions defines them beside itself (the parallel policy's summary, the DAG policy's plan)."""
+
+
 @dataclass(frozen=True)
-class Answer:
+class Answer(Action):
     """The episode's final answer."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class Calls:
+class Calls(Action):
     """Tool calls to run this turn (concurrently when there are several)."""
 
     calls: list[ToolCall]
     invalid: list[InvalidCall] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Summarize:
-    """ParaManager's ``final_answer`` call: a frozen summarizer model writes the answer from the history."""
-
-    call: ToolCall
-
-
-@dataclass(frozen=True)
-class Subtask:
-    """One node of an Uno-Orchestra plan."""
-
-    id: int
-    depends_on: tuple[int, ...]
-    description: str
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a subtask goes: an admissible (worker, primitive) pair and the instruction forwarded to it."""
-
-    subtask: int
-    model: str
-    skill: str
-    instruction: str
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A validated DAG round: subtasks in topological order, one route each."""
-
-    round: int
-    subtasks: list[Subtask]
-    routes: dict[int, Route]
-
-
-Action = Answer | Calls | Summarize | Plan
 
 
 @dataclass(frozen=True)
@@ -106,27 +72,17 @@ class Outcome:
     answer: str | None = None
 
 
+Toolset = Literal["tools", "summarizer", "primitives"]
+"""What a call runs on: the tools offered to the orchestrator in this episode, the pool's summarizer role
+(``final_answer``), or the pool's primitive tools (a routed (worker, primitive) pair of a DAG node)."""
+
+
 class Dispatcher(Protocol):
     """What the runtime lends a policy to carry out its actions: calls that are budgeted, timed and recorded."""
 
-    registry: ToolRegistry
-    """The tools the orchestrator may call in this episode."""
-
-    async def call(self, call: ToolCall) -> ToolResult:
-        """Run one call if its cost bound fits the budget left, within the episode's deadline."""
-        ...
-
-    async def calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        """Run calls concurrently (each as :meth:`call`); results in the order of ``calls``."""
-        ...
-
-    async def summarize(self, call: ToolCall) -> ToolResult:
-        """Have the frozen summarizer model write the answer from the episode's history."""
-        ...
-
-    async def route(self, call: ToolCall) -> ToolResult:
-        """Run a routed (worker, primitive) pair: a call of the pool's primitive tool named after the primitive,
-        budgeted, timed and recorded like any other call."""
+    async def run(self, calls: Sequence[ToolCall], toolset: Toolset = "tools") -> list[ToolResult]:
+        """Run ``calls`` on ``toolset`` concurrently, as one round: each only if its cost bound fits the budget
+        left, within the episode's deadline; results in the order of ``calls``."""
         ...
 
 
@@ -208,7 +164,7 @@ class Policy(ABC):
 
 async def run_round(action: Calls, dispatch: Dispatcher, limit: int) -> list[ToolResult]:
     """A round of concurrent calls: those past ``limit`` are refused, unreadable blocks become PARSE_ERR."""
-    results = await dispatch.calls(action.calls[:limit])
+    results = await dispatch.run(action.calls[:limit])
     for call in action.calls[limit:]:
         results.append(refused(call, Status.PARSE_ERR, Refusal.CALLS_PER_ROUND, f"at most {limit} call(s) per turn"))
     for index, invalid in enumerate(action.invalid):

@@ -9,8 +9,8 @@ admissible (worker, primitive) pair. The grammar (SPEC §3.3) is the same in SFT
     <verify> self-check, may contain <replan/> </verify>
     <final_answer> answer </final_answer>
 
-Parsing is linear in the output's length (tags are found by one pass of a pattern that cannot backtrack across
-a ``<``; attributes by a possessive pattern), and values quoted back in error messages are shortened. Worker
+Parsing is linear in the output's length (:mod:`podium.policies.tags` reads the tags), and values quoted back in
+error messages are shortened. Worker
 returns in ``<obs>`` blocks are escaped (:func:`~podium.policies.hermes.escape_protocol_tags`), so a worker
 cannot close its block or forge another subtask's.
 """
@@ -18,38 +18,20 @@ cannot close its block or forge another subtask's.
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from html import escape
 
 from podium.backends.grammar import Grammar, Limits, choice, free_text, literal, optional, sequence
 from podium.core.calls import ToolResult
 from podium.core.trajectory import Turn
-from podium.policies.base import (
-    Action,
-    ActionParseError,
-    Answer,
-    Dispatcher,
-    Outcome,
-    Plan,
-    Policy,
-    PoolView,
-    Route,
-    Subtask,
-)
+from podium.policies.base import Action, ActionParseError, Answer, Dispatcher, Outcome, Policy, PoolView
 from podium.policies.hermes import escape_protocol_tags
-from podium.pool.primitives import PRIMITIVES, primitive_call
-from podium.pool.primitives.tools import PERFORMERS
+from podium.policies.tags import Element, read_elements
+from podium.pool.config import PRIMITIVES
+from podium.pool.primitives.tools import PERFORMERS, primitive_call
 
 SUBTASK_CALL_PREFIX = "subtask-"
 """Call ids of a plan's nodes: ``subtask-K`` (the id ties an ``<obs>`` to its subtask)."""
-_TAG = re.compile(r"<(/?)(plan|subtask|route|obs|verify|final_answer|replan)\b([^<>]*+)>")
-MAX_TAGS = 256
-"""Most grammar tags read from one output: a plan's 16 subtasks and routes with their checks need far fewer."""
-MAX_TAG_CHARS = 1024
-"""Longest attribute text of one tag (ids, worker labels and skills are short)."""
-# Possessive and anchored after a non-name character, so a long run of letters is scanned once, not once per
-# starting position.
-_ATTRIBUTE = re.compile(r'(?<![A-Za-z_])([A-Za-z_]++)\s*+=\s*+"([^"]*+)"')
 QUOTED_CHARS = 60
 """Most characters of the orchestrator's own values quoted back in an error message."""
 _ID = re.compile(r"\d{1,6}")
@@ -57,6 +39,39 @@ GRAMMAR_NODES = 4
 """Most subtasks per plan that the decoding grammar allows (the validator allows ``max_subtasks``): bounded
 repetitions keep a small model from listing subtasks until its token budget runs out."""
 
+
+@dataclass(frozen=True)
+class Subtask:
+    """One node of a plan."""
+
+    id: int
+    depends_on: tuple[int, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a subtask goes: an admissible (worker, primitive) pair and the instruction forwarded to it."""
+
+    subtask: int
+    model: str
+    primitive: str
+    """Written ``skill="…"`` in the grammar (see :data:`LAZY_OPENING`)."""
+    instruction: str
+
+
+@dataclass(frozen=True)
+class Plan(Action):
+    """A validated DAG round: subtasks in topological order, one route each."""
+
+    round: int
+    subtasks: list[Subtask]
+    routes: dict[int, Route]
+
+
+# The papers' grammar (SPEC §3.3) names a primitive a skill: ``skill="…"``. The prompt, the decoding grammar and
+# the errors the orchestrator reads keep that word byte for byte, as the papers' data and Podium's trained
+# adapters have it; the code says primitive, the name the pool, its configs and Uno's Table 6 use.
 LAZY_OPENING = """You are an orchestrator that delegates selectively. For an easy question answer at once:
 <final_answer>ANSWER</final_answer>
 Otherwise decompose it into subtasks and route each to a (model, skill) pair from the pool:"""
@@ -84,16 +99,6 @@ Skills: {skills}
 Admissible (model, skill) pairs: {pairs}"""
 
 
-@dataclass
-class _Element:
-    name: str
-    attributes: dict[str, str]
-    start: int
-    body_start: int
-    children: list["_Element"] = field(default_factory=list)
-    body: str = ""
-
-
 class DagPolicy(Policy):
     """Lazy answers or plans of subtasks with routes, validated rule by rule; at most 8 turns. With
     ``lazy=False`` (forced decomposition, Uno's ablation) the first turn must be a plan: the direct-answer branch
@@ -109,17 +114,17 @@ class DagPolicy(Policy):
         self.lazy = lazy
 
     def system_prompt(self, view: PoolView) -> str:
-        pairs = ", ".join(f"({model}, {skill})" for model, skill in sorted(view.admissible)) or "none"
-        offered = sorted({skill for _, skill in view.admissible}, key=PRIMITIVES.index)
-        skills = "; ".join(f"{skill}: {PERFORMERS[skill].summary}" for skill in offered) or "none"
+        pairs = ", ".join(f"({model}, {primitive})" for model, primitive in sorted(view.admissible)) or "none"
+        offered = sorted({primitive for _, primitive in view.admissible}, key=PRIMITIVES.index)
+        summaries = "; ".join(f"{primitive}: {PERFORMERS[primitive].summary}" for primitive in offered) or "none"
         opening = LAZY_OPENING if self._may_answer_at_once(view) else FORCED_OPENING
-        return DAG_PROMPT.format(opening=opening, table=view.table, skills=skills, pairs=pairs)
+        return DAG_PROMPT.format(opening=opening, table=view.table, skills=summaries, pairs=pairs)
 
     def _may_answer_at_once(self, view: PoolView) -> bool:
         return self.lazy or not view.admissible
 
     def parse(self, text: str, view: PoolView, previous: Sequence[Action]) -> Action:
-        elements = _elements(text)
+        elements = read_elements(text)
         plans = [e for e in elements if e.name == "plan"]
         answers = [e for e in elements if e.name == "final_answer"]
         verifies = [e for e in elements if e.name == "verify"]
@@ -171,8 +176,8 @@ class DagPolicy(Policy):
         """The first turn, and a turn after a one-node plan ran (``<verify>`` then an answer or a new plan)."""
         if not view.admissible:
             return [[]]
-        model, skill = min(view.admissible)
-        plan = Plan(1, [Subtask(1, (), "a subtask")], {1: Route(1, model, skill, "an instruction")})
+        model, primitive = min(view.admissible)
+        plan = Plan(1, [Subtask(1, (), "a subtask")], {1: Route(1, model, primitive, "an instruction")})
         return [[], [plan]]
 
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
@@ -194,7 +199,7 @@ class DagPolicy(Policy):
         return choice(verified, sequence(literal("<verify>"), check, literal("<replan/></verify>\n"), plan))
 
     def _plan_grammar(self, view: PoolView, earlier: list[Plan], limits: Limits) -> Grammar | None:
-        pairs = [literal(f'model="{model}" skill="{skill}"') for model, skill in sorted(view.admissible)]
+        pairs = [literal(f'model="{model}" skill="{primitive}"') for model, primitive in sorted(view.admissible)]
         if not pairs:
             return None
         first = 1 + max((subtask.id for plan in earlier for subtask in plan.subtasks), default=0)
@@ -228,46 +233,7 @@ def _depends_on(parents: list[int]) -> Grammar:
     return optional(sequence(literal(' depends_on="'), choice(*map(literal, subsets)), literal('"')))
 
 
-def _elements(text: str) -> list[_Element]:
-    """The top-level grammar elements of ``text`` (free text between them is ignored), checking nesting."""
-    top: list[_Element] = []
-    stack: list[_Element] = []
-    for count, match in enumerate(_TAG.finditer(text)):
-        closing, name, raw_attributes = match.groups()
-        if count == MAX_TAGS or len(raw_attributes) > MAX_TAG_CHARS:
-            raise ActionParseError(f"too many or too long tags: at most {MAX_TAGS} tags of {MAX_TAG_CHARS} characters")
-        self_closing = raw_attributes.endswith("/")
-        if name == "obs":
-            raise ActionParseError("<obs> blocks are written by the runtime, not by the orchestrator")
-        if name == "replan":
-            if not stack or stack[-1].name != "verify" or closing:
-                raise ActionParseError("<replan/> belongs inside <verify>")
-            stack[-1].children.append(_Element(name, {}, match.start(), match.end()))
-            continue
-        if closing:
-            if not stack or stack[-1].name != name:
-                raise ActionParseError(f"unexpected </{name}>: no open <{name}> to close")
-            element = stack.pop()
-            element.body = text[element.body_start : match.start()]
-            continue
-        if self_closing:
-            raise ActionParseError(f"<{name}/> cannot be empty: write <{name}>…</{name}>")
-        element = _Element(name, dict(_ATTRIBUTE.findall(raw_attributes)), match.start(), match.end())
-        parent = stack[-1].name if stack else None
-        if name == "route" and parent == "route":
-            raise ActionParseError("nested <route>: routes are top-level, one per subtask")
-        if name == "subtask" and parent != "plan":
-            raise ActionParseError("<subtask> must be inside <plan>")
-        if name != "subtask" and parent is not None:
-            raise ActionParseError(f"<{name}> cannot be inside <{parent}>")
-        (stack[-1].children if stack else top).append(element)
-        stack.append(element)
-    if stack:
-        raise ActionParseError(f"<{stack[-1].name}> is not closed")
-    return top
-
-
-def _integer(element: _Element, attribute: str) -> int:
+def _integer(element: Element, attribute: str) -> int:
     value = element.attributes.get(attribute)
     if value is None:
         raise ActionParseError(f'<{element.name}> needs a {attribute}="…" attribute')
@@ -277,7 +243,7 @@ def _integer(element: _Element, attribute: str) -> int:
     return int(value)
 
 
-def _plan(plan: _Element, routes: list[_Element], earlier: list[Plan], view: PoolView, limit: int) -> Plan:
+def _plan(plan: Element, routes: list[Element], earlier: list[Plan], view: PoolView, limit: int) -> Plan:
     round_index = _integer(plan, "round")
     if earlier and round_index <= earlier[-1].round:
         raise ActionParseError(f"plan round {round_index} must be greater than the last round {earlier[-1].round}")
@@ -304,7 +270,7 @@ def _plan(plan: _Element, routes: list[_Element], earlier: list[Plan], view: Poo
     return Plan(round=round_index, subtasks=subtasks, routes=by_subtask)
 
 
-def _subtask(node: _Element, done: set[int], seen: set[int]) -> Subtask:
+def _subtask(node: Element, done: set[int], seen: set[int]) -> Subtask:
     subtask_id = _integer(node, "id")
     if subtask_id in seen or subtask_id in done:
         raise ActionParseError(f"subtask id {subtask_id} is used twice; ids are unique in an episode")
@@ -327,20 +293,22 @@ def _subtask(node: _Element, done: set[int], seen: set[int]) -> Subtask:
     return Subtask(id=subtask_id, depends_on=tuple(dict.fromkeys(parents)), description=description)
 
 
-def _route(element: _Element, view: PoolView) -> Route:
+def _route(element: Element, view: PoolView) -> Route:
     subtask_id = _integer(element, "subtask")
     model = element.attributes.get("model", "")
-    skill = element.attributes.get("skill", "")
+    primitive = element.attributes.get("skill", "")
     if model not in view.workers:
         shown = _quoted(model)
         raise ActionParseError(f"route of subtask {subtask_id}: unknown model '{shown}'; models: {view.workers}")
-    if skill not in PRIMITIVES:
-        shown = _quoted(skill)
+    if primitive not in PRIMITIVES:
+        shown = _quoted(primitive)
         raise ActionParseError(f"route of subtask {subtask_id}: unknown skill '{shown}'; skills: {list(PRIMITIVES)}")
-    if (model, skill) not in view.admissible:
+    if (model, primitive) not in view.admissible:
         offered = sorted(s for m, s in view.admissible if m == model)
-        raise ActionParseError(f"route of subtask {subtask_id}: {model} does not offer '{skill}'; it offers {offered}")
-    return Route(subtask=subtask_id, model=model, skill=skill, instruction=element.body.strip())
+        raise ActionParseError(
+            f"route of subtask {subtask_id}: {model} does not offer '{primitive}'; it offers {offered}"
+        )
+    return Route(subtask=subtask_id, model=model, primitive=primitive, instruction=element.body.strip())
 
 
 def _quoted(value: str) -> str:
@@ -382,8 +350,9 @@ async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) ->
         route = plan.routes[subtask.id]
         instruction = route.instruction or subtask.description
         call_id = f"{SUBTASK_CALL_PREFIX}{subtask.id}"
-        call = primitive_call(route.model, route.skill, instruction, node_inputs(parents), call_id)
-        return await dispatch.route(call)
+        call = primitive_call(route.model, route.primitive, instruction, node_inputs(parents), call_id)
+        (result,) = await dispatch.run([call], "primitives")
+        return result
 
     for subtask in plan.subtasks:  # emission order is topological: parents are created first
         nodes[subtask.id] = asyncio.create_task(run_node(subtask))

@@ -1,11 +1,12 @@
 """ParaManager's parallel rounds: reason, then up to n_max calls run concurrently; ``final_answer`` hands the
-history to a summarizer model that writes the answer."""
+history to the pool's summarizer role (:mod:`podium.pool.summarizer`), which writes the answer."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from podium.backends.grammar import Grammar, Limits, free_text, literal, repeated, sequence
 from podium.core.answers import extract_answer
-from podium.core.calls import ToolResult, ToolSpec
+from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import (
     Action,
@@ -15,16 +16,17 @@ from podium.policies.base import (
     Outcome,
     Policy,
     PoolView,
-    Summarize,
 )
 from podium.policies.hermes import call_grammar, read_tool_calls, render_results, render_tools
+from podium.pool.summarizer import FINAL_ANSWER
 
-FINAL_ANSWER = ToolSpec(
-    name="final_answer",
-    description="End the episode: a summarizer model reads the whole history and writes the final answer. "
-    "Call it alone, once the evidence suffices.",
-    parameters={"type": "object", "properties": {}, "additionalProperties": False},
-)
+
+@dataclass(frozen=True)
+class Summarize(Action):
+    """ParaManager's ``final_answer`` call: a frozen summarizer model writes the answer from the history."""
+
+    call: ToolCall
+
 
 PARALLEL_PROMPT = """You are a manager agent. You solve the user's task in rounds by delegating to the agents and \
 tools of the pool below; every call returns a value and an explicit status.
@@ -91,6 +93,6 @@ class ParallelPolicy(Policy):
 
     async def execute(self, action: Action, dispatch: Dispatcher, history: Sequence[Turn], limit: int) -> Outcome:
         if isinstance(action, Summarize):
-            result = await dispatch.summarize(action.call)
+            (result,) = await dispatch.run([action.call], "summarizer")
             return Outcome([result], extract_answer(str(result.value)) if result.ok else None)
         return await super().execute(action, dispatch, history, limit)

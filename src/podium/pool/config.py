@@ -1,7 +1,7 @@
 """The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox, prices, and what primitives
 work on (attachments, API endpoints, schemas) and the file of model descriptions."""
 
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
@@ -11,12 +11,32 @@ from podium.config import Config
 from podium.costs.prices import ModelPrice
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
-from podium.pool.primitives import Primitive
 from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
 from podium.sandbox import SandboxConfig
 
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search", "check_arithmetic"]
+SEARCH_TOOLS = ("local_search", "web_search")
+"""The basic tools that search, in the order roles and primitives prefer them."""
 RoleName = Literal["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"]
+Primitive = Literal[
+    "direct_answer",
+    "reason",
+    "web_search",
+    "database_query",
+    "fact_check",
+    "read_document",
+    "read_code",
+    "extract_field",
+    "parse_structured",
+    "execute_python",
+    "execute_shell",
+    "call_api",
+    "symbolic_math",
+]
+"""Uno-Orchestra's primitives (seed 003, Table 6): what a worker is asked to do with a subtask. Worker configs, the
+DAG grammar and its validator all use this vocabulary; :mod:`podium.pool.primitives` performs each one."""
+PRIMITIVES: tuple[str, ...] = get_args(Primitive)
+"""Every primitive, in the order of Uno's Table 6."""
 
 
 class WorkerConfig(Config):
@@ -64,6 +84,12 @@ class WorkerConfig(Config):
     structured_outputs: Literal["none", "vllm"] = "none"
     """For ``http``: ``vllm`` when the server is vLLM ≥ 0.12, so an orchestrator served there generates its
     actions under the policy's grammar."""
+
+    @property
+    def call_timeout_s(self) -> float:
+        """The most one call to this worker can take: every attempt (an ``http`` worker retries ``max_retries``
+        times) at ``timeout_s``."""
+        return self.timeout_s * (self.max_retries + 1)
 
     def spec(self) -> AnySpec:
         """The backend spec this worker describes, for the backend factory."""
@@ -147,6 +173,12 @@ class PoolConfig(Config):
     descriptions: str | None = None
     """Descriptions file (``podium describe-model --out``); a worker's entry there replaces its description."""
 
+    @property
+    def search_tool(self) -> str | None:
+        """The search tool that knowledge_searcher and the web_search and fact_check primitives run:
+        ``local_search`` when the pool has it (free, and needs no key), else ``web_search``."""
+        return next((name for name in SEARCH_TOOLS if name in self.tools), None)
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         names = [worker.name for worker in self.workers]
@@ -158,7 +190,7 @@ class PoolConfig(Config):
         clash = set(names) & (set(self.tools) | set(self.roles))
         if clash:
             raise ValueError(f"workers: names {sorted(clash)} clash with tool or role names")
-        if "knowledge_searcher" in self.roles and not {"local_search", "web_search"} & set(self.tools):
+        if "knowledge_searcher" in self.roles and self.search_tool is None:
             raise ValueError("roles: knowledge_searcher needs a search tool (local_search or web_search) in tools")
         for field, items in (("attachments", self.attachments), ("api_endpoints", self.api_endpoints)):
             repeated = sorted({i.name for i in items if [j.name for j in items].count(i.name) > 1})
@@ -174,8 +206,8 @@ class PoolConfig(Config):
 
     def _primitives_have_what_they_need(self) -> None:
         needs = {
-            "web_search": (bool({"local_search", "web_search"} & set(self.tools)), "a search tool in tools"),
-            "fact_check": (bool({"local_search", "web_search"} & set(self.tools)), "a search tool in tools"),
+            "web_search": (self.search_tool is not None, "a search tool in tools"),
+            "fact_check": (self.search_tool is not None, "a search tool in tools"),
             "call_api": (bool(self.api_endpoints), "api_endpoints to call"),
         }
         for index, worker in enumerate(self.workers):

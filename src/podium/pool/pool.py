@@ -1,6 +1,6 @@
 """A pool built from its config: the tool registry the orchestrator calls, the primitive tools routed DAG nodes
-run on, the worker backends, the blind label mapping, and the table of members rendered into the orchestrator's
-system prompt (with the descriptions of the pool's descriptions file, where they are fresh)."""
+run on, the summarizer, the worker backends, the blind label mapping, and the table of members rendered into the
+orchestrator's system prompt (with the descriptions of the pool's descriptions file, where they are fresh)."""
 
 import random
 from collections.abc import Collection
@@ -11,18 +11,18 @@ from podium.backends.base import ChatBackend
 from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.factory import backend_price, build_backend
 from podium.config import read_structured_file
-from podium.core.calls import ToolCall, ToolResult
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
-from podium.errors import ConfigError
 from podium.pool.builtin import check_arithmetic_tool, python_tool, symbolic_math_tool
 from podium.pool.builtin.mcp import McpClients
 from podium.pool.builtin.search import local_search_tool, web_search_tool
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.descriptions import with_descriptions
-from podium.pool.primitives.kit import PrimitiveKit
-from podium.pool.primitives.tools import PERFORMERS, primitive_tools
+from podium.pool.kit import PoolKit
+from podium.pool.primitives.tools import PERFORMERS, primitive_price, primitive_tools
 from podium.pool.registry import ToolRegistry
-from podium.pool.roles import RoleKit, role_tools
+from podium.pool.resources import checked_attachments
+from podium.pool.roles import role_tools
+from podium.pool.summarizer import summarizer_tool
 from podium.pool.tool import Tool
 from podium.pool.workers import model_tool
 from podium.sandbox import Sandbox
@@ -48,6 +48,8 @@ class Pool:
     """Tools, models-as-tools and roles under their shown names."""
     helpers: ToolRegistry = field(init=False)
     """The basic tools (and symbolic_math, always) that roles and primitives run for themselves."""
+    kit: PoolKit = field(init=False)
+    """What the roles and the primitive tools run on."""
     primitives: ToolRegistry = field(init=False)
     """One tool per primitive some worker admits (what a routed DAG node calls); not offered as tools. They
     charge what they use (worker tokens, sandbox time, searches, API calls), nothing for their name."""
@@ -61,6 +63,15 @@ class Pool:
         )
         if "symbolic_math" not in self.helpers:
             self.helpers.add(symbolic_math_tool(self.sandbox))
+        config = self.config
+        self.kit = PoolKit(
+            config=config,
+            backends={self.labels[name]: backend for name, backend in self.backends.items()},
+            workers={self.labels[worker.name]: worker for worker in config.workers},
+            helpers=self.helpers,
+            sandbox=self.sandbox,
+            default_label=self.labels[config.role_worker or config.workers[0].name],
+        )
         self.registry = self._registry(basic)
         self.primitives = self._primitive_registry()
 
@@ -119,6 +130,15 @@ class Pool:
             for name in tools
         )
 
+    def summarizer(self, worker: str | None = None, max_tokens: int | None = None) -> ToolRegistry:
+        """The summarizer role (``final_answer``) on ``worker`` (a name; default the role worker, else the first
+        worker), its reply at most ``max_tokens`` (default and cap: the worker's own), in a registry of its own:
+        the orchestrator is not offered it as a tool."""
+        chosen = self.workers[worker or self.config.role_worker or self.config.workers[0].name]
+        limit = min(chosen.max_tokens, max_tokens or chosen.max_tokens)
+        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.call_timeout_s)
+        return ToolRegistry([tool], prices=self.prices, max_observation_chars=self.config.max_observation_chars)
+
     def close(self) -> None:
         """End the sessions with the pool's MCP servers (stdio servers stop)."""
         self.mcp.close()
@@ -128,32 +148,14 @@ class Pool:
         primitive itself pays for."""
         return {
             (self.labels[worker.name], primitive): PairPrice(
-                self.backends[worker.name].price, self.tool_price(primitive)
+                self.backends[worker.name].price, primitive_price(self.kit, primitive)
             )
             for worker in self.config.workers
             for primitive in worker.primitives
         }
 
-    def tool_price(self, primitive: str) -> ToolPrice:
-        """What a primitive pays for on top of the worker's tokens: sandbox time (python or symbolic_math), one
-        search per query (the pool's search tool), one request (the dearest API endpoint)."""
-        performer = PERFORMERS[primitive]
-        if performer.sandbox_runs:
-            return self.prices.tool_price("symbolic_math" if primitive == "symbolic_math" else "python")
-        if performer.searches and self.search_tool is not None:
-            return self.prices.tool_price(self.search_tool)
-        if primitive == "call_api" and self.config.api_endpoints:
-            return max((e.price for e in self.config.api_endpoints), key=lambda p: (p.per_call_usd, p.per_second_usd))
-        return ToolPrice()
-
-    @property
-    def search_tool(self) -> str | None:
-        """The search tool web_search and fact_check use: ``web_search`` if the pool has it, else ``local_search``."""
-        return next((name for name in ("web_search", "local_search") if name in self.config.tools), None)
-
     def _priced(self, primitive: str) -> str:
-        price = self.tool_price(primitive)
-        extra = _price_text(price)
+        extra = _price_text(primitive_price(self.kit, primitive))
         return f"{primitive} (+{extra})" if extra else primitive
 
     def _basic_tools(self) -> dict[str, Tool]:
@@ -184,22 +186,12 @@ class Pool:
                 backend = self.backends[worker.name]
                 registry.add(model_tool(self.labels[worker.name], worker, backend))
         if config.roles:
-            for tool in role_tools(self._role_kit(registry, basic), list(config.roles)):
+            for tool in role_tools(self.kit, list(config.roles)):
                 registry.add(tool)
         return registry
 
     def _primitive_registry(self) -> ToolRegistry:
         config = self.config
-        kit = PrimitiveKit(
-            config=config,
-            backends={self.labels[name]: backend for name, backend in self.backends.items()},
-            workers={self.labels[worker.name]: worker for worker in config.workers},
-            sandbox=self.sandbox,
-            prices=self.prices,
-            run_tool=self.helpers.call,
-            symbolic_math=self.helpers.get("symbolic_math"),
-            search_tool=self.search_tool,
-        )
         admitted = {
             primitive: [self.labels[w.name] for w in config.workers if primitive in w.primitives]
             for primitive in PERFORMERS
@@ -207,27 +199,7 @@ class Pool:
         # The primitive tools are free by name: they charge what they use, already priced in their outputs.
         free = PriceCatalog(use_genai_prices=False)
         return ToolRegistry(
-            primitive_tools(kit, admitted), prices=free, max_observation_chars=config.max_observation_chars
-        )
-
-    def _role_kit(self, registry: ToolRegistry, basic: dict[str, Tool]) -> RoleKit:
-        config = self.config
-        helpers = self.helpers
-
-        async def run_tool(call: ToolCall) -> ToolResult:
-            return await (registry if call.name in registry else helpers).call(call)
-
-        default = config.role_worker or config.workers[0].name
-        slowest = max(worker.timeout_s * (worker.max_retries + 1) for worker in config.workers)
-        return RoleKit(
-            backends={self.labels[name]: backend for name, backend in self.backends.items()},
-            default_label=self.labels[default],
-            max_tokens={self.labels[w.name]: w.max_tokens for w in config.workers},
-            run_tool=run_tool,
-            search_tool=next((t for t in ("local_search", "web_search") if t in config.tools), None),
-            ensemble_samples=config.ensemble_samples,
-            timeout_s=slowest * (config.ensemble_samples + 2),
-            tool_usd_bounds={name: helpers.price_bound(name) for name in basic},
+            primitive_tools(self.kit, admitted), prices=free, max_observation_chars=config.max_observation_chars
         )
 
 
@@ -284,16 +256,13 @@ def _with_attachments(config: PoolConfig) -> PoolConfig:
     (a relative path is taken from the current directory; :func:`load_pool_config` resolves it from the file)."""
     if not config.attachments:
         return config
-    attachments = [attachment.resolved(Path.cwd()) for attachment in config.attachments]
-    for index, attachment in enumerate(attachments):
-        if not Path(attachment.path).is_file():
-            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
+    attachments = checked_attachments(config.attachments, Path.cwd())
     paths = [
         *config.sandbox.read_only_paths,
         *(a.path for a in attachments if a.path not in config.sandbox.read_only_paths),
     ]
     sandbox = config.sandbox.model_copy(update={"read_only_paths": paths})
-    return config.model_copy(update={"attachments": attachments, "sandbox": sandbox})
+    return config.model_copy(update={"attachments": list(attachments), "sandbox": sandbox})
 
 
 def load_pool_config(path: str | Path) -> PoolConfig:

@@ -7,6 +7,7 @@ or ``code`` (source files, for ``read_code``). Attach files to every episode of 
 the pool file, or to one episode with ``Executor.run(..., attachments=[...])``.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
 from podium.config import Config
 from podium.costs.prices import ToolPrice
+from podium.errors import ConfigError
 
 AttachmentKind = Literal["database", "document", "code"]
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-]*$"
@@ -54,6 +56,19 @@ class Attachment(Config):
     def resolved(self, base: Path) -> "Attachment":
         """The same attachment with its path made absolute relative to ``base``."""
         return self.model_copy(update={"path": str((base / self.path).resolve())})
+
+
+def checked_attachments(attachments: Sequence[Attachment], base: Path) -> tuple[Attachment, ...]:
+    """``attachments`` with their paths made absolute from ``base``, each checked to be a file with a name of its
+    own; a ConfigError names the field at fault."""
+    resolved = tuple(attachment.resolved(base) for attachment in attachments)
+    names = [attachment.name for attachment in resolved]
+    for index, attachment in enumerate(resolved):
+        if attachment.name in names[:index]:
+            raise ConfigError(f"attachments.{index}.name: '{attachment.name}' is attached twice")
+        if not Path(attachment.path).is_file():
+            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
+    return resolved
 
 
 class ApiEndpoint(Config):

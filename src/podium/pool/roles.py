@@ -2,17 +2,17 @@
 a ``model`` (default: the pool's role worker) and calls that model with its own system prompt."""
 
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from podium.backends.base import ChatBackend
 from podium.backends.grammar import fit_schema
 from podium.core.answers import extract_answer, majority
-from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.calls import Status, ToolCall
 from podium.core.messages import Message
 from podium.costs.bounds import CostBound, generation_bound
 from podium.pool.context import current_episode
+from podium.pool.kit import PoolKit, Spent
 from podium.pool.tool import Tool, ToolOutput
 from podium.pool.workers import ask
 
@@ -54,73 +54,29 @@ CODE_SCHEMA = {
     "required": ["code"],
     "additionalProperties": False,
 }
-RunTool = Callable[[ToolCall], Awaitable[ToolResult]]
 
 
-@dataclass
-class RoleKit:
-    """What roles need from the pool."""
-
-    backends: dict[str, ChatBackend]
-    """Worker label → backend."""
-    default_label: str
-    """Worker used when a call names none."""
-    max_tokens: dict[str, int]
-    """Worker label → completion budget."""
-    run_tool: RunTool
-    """Runs a pool tool (search, python) with the pool's validation, limits and prices."""
-    search_tool: str | None = None
-    """The pool's search tool, for knowledge_searcher."""
-    ensemble_samples: int = 4
-    """Samples ensemble_solver votes over."""
-    timeout_s: float = 600.0
-    """Time limit of one role call (several model calls and tools)."""
-    tool_usd_bounds: dict[str, float] = field(default_factory=dict)
-    """Helper tool name → the most one call of it can cost (e.g. a paid search)."""
-
-    def bound(
-        self, arguments: dict[str, Any], prompt: str, generations: int = 1, helper: str | None = None, calls: int = 0
-    ) -> CostBound:
-        """The most a role call can cost: ``generations`` full generations on the chosen worker with this
-        prompt, plus ``calls`` calls of the ``helper`` tool."""
-        label = arguments.get("model") or self.default_label
-        generation = generation_bound(self.backends[label].price, prompt, self.max_tokens[label]) * generations
-        helper_usd = self.tool_usd_bounds.get(helper, 0.0) if helper is not None else 0.0
-        return generation + CostBound(usd=calls * helper_usd)
-
-
-class Spent:
-    """Adds up the tokens and dollars of the several calls one role makes."""
-
-    def __init__(self) -> None:
-        self.input_tokens = self.output_tokens = 0
-        self.usd = 0.0
-        self.prices: dict[str, None] = {}
-        """The token prices charged, in order (the keys)."""
-
-    def add(self, output: ToolOutput | ToolResult) -> None:
-        usage = output.usage if isinstance(output, ToolResult) else output
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.usd += usage.usd
-        if usage.price:
-            self.prices[usage.price] = None
-
-    def output(
-        self, value: Any, worker: str, status: Status = Status.OK, reason: str | None = None, **kw: Any
-    ) -> ToolOutput:
-        price = "; ".join(self.prices) or None
-        return ToolOutput(
-            value, status, reason, self.input_tokens, self.output_tokens, self.usd, worker, price=price, **kw
-        )
-
-
-def role_tools(kit: RoleKit, names: list[str]) -> list[Tool]:
+def role_tools(kit: PoolKit, names: list[str]) -> list[Tool]:
     """The role tools called ``names``."""
     return [_ROLES[name](kit) for name in names]
 
 
-def _schema(kit: RoleKit, subtask_help: str) -> dict[str, Any]:
+def _bound(
+    kit: PoolKit,
+    arguments: dict[str, Any],
+    prompt: str,
+    generations: int = 1,
+    helper: str | None = None,
+    calls: int = 0,
+) -> CostBound:
+    """The most a role call can cost: ``generations`` full generations on the chosen worker with this prompt,
+    plus ``calls`` calls of the ``helper`` tool."""
+    label = arguments.get("model") or kit.default_label
+    generation = generation_bound(kit.backends[label].price, prompt, kit.workers[label].max_tokens) * generations
+    return generation + CostBound(usd=calls * kit.tool_bound(helper))
+
+
+def _schema(kit: PoolKit, subtask_help: str) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
@@ -163,28 +119,28 @@ def _reasoning_messages(task: str) -> list[Message]:
     ]
 
 
-def _backend(kit: RoleKit, model: str | None) -> tuple[str, ChatBackend]:
+def _backend(kit: PoolKit, model: str | None) -> tuple[str, ChatBackend]:
     label = model or kit.default_label
     return label, kit.backends[label]
 
 
-def _standard_reasoner(kit: RoleKit) -> Tool:
+def _standard_reasoner(kit: PoolKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
         messages = _reasoning_messages(_task(subtask))
-        return await ask(backend, messages, max_tokens=kit.max_tokens[label])
+        return await ask(backend, messages, max_tokens=kit.workers[label].max_tokens)
 
     return Tool.from_schema(
         "standard_reasoner",
         "Answers a (sub)problem by step-by-step reasoning only, final answer in \\boxed{}.",
         _schema(kit, "The problem to reason about; default: the original problem."),
         run,
-        timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(arguments, REASONER_PROMPT + _prompt_task(arguments)),
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(kit, arguments, REASONER_PROMPT + _prompt_task(arguments)),
     )
 
 
-def _critical_reviewer(kit: RoleKit) -> Tool:
+def _critical_reviewer(kit: PoolKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
         history = _history()
@@ -194,7 +150,7 @@ def _critical_reviewer(kit: RoleKit) -> Tool:
             f"<user_query>\n{_question() or subtask}\n</user_query>{focus}"
         )
         messages = [Message(role="system", content=REVIEWER_PROMPT), Message(role="user", content=user)]
-        return await ask(backend, messages, max_tokens=kit.max_tokens[label])
+        return await ask(backend, messages, max_tokens=kit.workers[label].max_tokens)
 
     return Tool.from_schema(
         "critical_reviewer",
@@ -202,12 +158,12 @@ def _critical_reviewer(kit: RoleKit) -> Tool:
         "calls. Best with a different model than the one that did the work.",
         _schema(kit, "What to scrutinise in particular; default: the whole history."),
         run,
-        timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(arguments, REVIEWER_PROMPT + _history() + _prompt_task(arguments) * 2),
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(kit, arguments, REVIEWER_PROMPT + _history() + _prompt_task(arguments) * 2),
     )
 
 
-def _knowledge_searcher(kit: RoleKit) -> Tool:
+def _knowledge_searcher(kit: PoolKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
         task = _task(subtask)
@@ -215,8 +171,8 @@ def _knowledge_searcher(kit: RoleKit) -> Tool:
         written = await ask(
             backend,
             [Message(role="system", content=QUERY_PROMPT), Message(role="user", content=task)],
-            max_tokens=min(256, kit.max_tokens[label]),
-            json_schema=fit_schema(QUERY_SCHEMA, min(256, kit.max_tokens[label])),
+            max_tokens=min(256, kit.workers[label].max_tokens),
+            json_schema=fit_schema(QUERY_SCHEMA, min(256, kit.workers[label].max_tokens)),
         )
         spent.add(written)
         queries = _queries(written, task)
@@ -240,9 +196,9 @@ def _knowledge_searcher(kit: RoleKit) -> Tool:
         "Writes search queries for a (sub)problem, runs them with the pool's search tool and returns the evidence.",
         _schema(kit, "What to find out; default: the original problem."),
         run,
-        timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(
-            arguments, QUERY_PROMPT + _prompt_task(arguments), helper=kit.search_tool, calls=MAX_QUERIES
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(
+            kit, arguments, QUERY_PROMPT + _prompt_task(arguments), helper=kit.search_tool, calls=MAX_QUERIES
         ),
     )
 
@@ -258,15 +214,15 @@ def _queries(written: ToolOutput, fallback: str) -> list[str]:
     return [fallback[:200]]
 
 
-def _code_reasoner(kit: RoleKit) -> Tool:
+def _code_reasoner(kit: PoolKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
         spent = Spent()
         written = await ask(
             backend,
             [Message(role="system", content=CODE_PROMPT), Message(role="user", content=_task(subtask))],
-            max_tokens=kit.max_tokens[label],
-            json_schema=fit_schema(CODE_SCHEMA, kit.max_tokens[label]),
+            max_tokens=kit.workers[label].max_tokens,
+            json_schema=fit_schema(CODE_SCHEMA, kit.workers[label].max_tokens),
         )
         spent.add(written)
         if written.status is not Status.OK:
@@ -283,9 +239,9 @@ def _code_reasoner(kit: RoleKit) -> Tool:
         "Writes a complete Python script for a (sub)problem, runs it in the sandbox and returns code and output.",
         _schema(kit, "What to compute; default: the original problem."),
         run,
-        timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(
-            arguments, CODE_PROMPT + _prompt_task(arguments), helper="python", calls=1
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(
+            kit, arguments, CODE_PROMPT + _prompt_task(arguments), helper="python", calls=1
         ),
     )
 
@@ -301,14 +257,14 @@ def _code(reply: str) -> str:
         return reply
 
 
-def _ensemble_solver(kit: RoleKit) -> Tool:
+def _ensemble_solver(kit: PoolKit) -> Tool:
     async def run(subtask: str | None = None, model: str | None = None) -> ToolOutput:
         label, backend = _backend(kit, model)
         messages = _reasoning_messages(_task(subtask))
         spent = Spent()
         answers = []
-        for _ in range(kit.ensemble_samples):
-            sample = await ask(backend, messages, max_tokens=kit.max_tokens[label], temperature=0.8)
+        for _ in range(kit.config.ensemble_samples):
+            sample = await ask(backend, messages, max_tokens=kit.workers[label].max_tokens, temperature=0.8)
             spent.add(sample)
             answer = extract_answer(sample.value) if sample.status is Status.OK else None
             if answer is not None:
@@ -316,22 +272,22 @@ def _ensemble_solver(kit: RoleKit) -> Tool:
         if not answers:
             return spent.output(None, backend.model, Status.EXEC_ERR, "every sample failed")
         answer, votes = majority(answers)
-        value = {"answer": answer, "votes": votes, "samples": kit.ensemble_samples}
+        value = {"answer": answer, "votes": votes, "samples": kit.config.ensemble_samples}
         return spent.output(value, backend.model, observation=f"majority answer: {answer} (votes: {votes})")
 
     return Tool.from_schema(
         "ensemble_solver",
-        f"Samples {kit.ensemble_samples} independent solutions to the problem and returns the majority answer.",
+        f"Samples {kit.config.ensemble_samples} independent solutions to the problem and returns the majority answer.",
         _schema(kit, "The problem to solve; default: the original problem."),
         run,
-        timeout_s=kit.timeout_s,
-        cost_bound=lambda arguments: kit.bound(
-            arguments, REASONER_PROMPT + _prompt_task(arguments), generations=kit.ensemble_samples
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(
+            kit, arguments, REASONER_PROMPT + _prompt_task(arguments), generations=kit.config.ensemble_samples
         ),
     )
 
 
-_ROLES: dict[str, Callable[[RoleKit], Tool]] = {
+_ROLES: dict[str, Callable[[PoolKit], Tool]] = {
     "standard_reasoner": _standard_reasoner,
     "critical_reviewer": _critical_reviewer,
     "knowledge_searcher": _knowledge_searcher,

@@ -48,6 +48,6 @@ def model_tool(label: str, worker: WorkerConfig, backend: ChatBackend) -> Tool:
             "additionalProperties": False,
         },
         answer,
-        timeout_s=worker.timeout_s * (worker.max_retries + 1),
+        timeout_s=worker.call_timeout_s,
         cost_bound=cost_bound,
     )

@@ -14,15 +14,15 @@ class RunConfig(Config):
 
     policy: PolicyName = "serial"
     """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds), ``dag`` (Uno-Orchestra) or
-    ``route`` (one word a turn: a worker to answer, then accept its reply or escalate)."""
+    ``escalate`` (one word a turn: a worker to answer, then accept its reply or escalate to another)."""
     lazy: bool = True
     """``dag`` only: the orchestrator may answer at once (Uno's lazy mode); false forces a plan first (forced
     decomposition, the ablation)."""
     verify: str | None = None
-    """``route`` only: a tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report
+    """``escalate`` only: a tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report
     the orchestrator reads with the reply before it accepts or escalates."""
     reply_chars: NonNegativeInt | None = None
-    """``route`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows only the
+    """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows only the
     ``verify`` tool's report on it; default: the whole reply."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
@@ -74,7 +74,7 @@ class RunConfig(Config):
     """These tools, roles and workers (by name) may not be used."""
 
     @model_validator(mode="after")
-    def _route_options(self) -> "RunConfig":
+    def _escalation_options(self) -> "RunConfig":
         if self.reply_chars == 0 and self.verify is None:
             raise ValueError("reply_chars: 0 hides the replies, so the orchestrator needs a verify tool's report")
         return self

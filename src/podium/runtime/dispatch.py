@@ -3,12 +3,12 @@ cost; the episode context (question, history, attachments, the call and its roun
 and the episode hears of each result as it comes in."""
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
 from podium.core.calls import CallUsage, Refusal, Status, ToolCall, ToolResult
 from podium.costs.ledger import Ledger, Refused
-from podium.policies import refused
+from podium.policies import Toolset, refused
 from podium.pool.registry import ToolRegistry
 
 CallContext = Callable[[ToolCall, tuple[ToolCall, ...]], AbstractContextManager[None]]
@@ -23,30 +23,17 @@ class EpisodeDispatcher:
         ledger: Ledger,
         context: CallContext,
         finished: Callable[[ToolResult], None],
-        *,
-        registry: ToolRegistry,
-        summarizer: ToolRegistry,
-        primitives: ToolRegistry,
+        toolsets: Mapping[Toolset, ToolRegistry],
     ) -> None:
         self.ledger = ledger
         self.context = context
         self.finished = finished
-        self.registry = registry
-        self.summarizer = summarizer
-        self.primitives = primitives
+        self.toolsets = toolsets
 
-    async def call(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.registry, (call,))
-
-    async def calls(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+    async def run(self, calls: Sequence[ToolCall], toolset: Toolset = "tools") -> list[ToolResult]:
+        registry = self.toolsets[toolset]
         round_calls = tuple(calls)
-        return list(await asyncio.gather(*(self._metered(call, self.registry, round_calls) for call in calls)))
-
-    async def summarize(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.summarizer, (call,))
-
-    async def route(self, call: ToolCall) -> ToolResult:
-        return await self._metered(call, self.primitives, (call,))
+        return list(await asyncio.gather(*(self._metered(call, registry, round_calls) for call in calls)))
 
     async def _metered(self, call: ToolCall, registry: ToolRegistry, round_calls: tuple[ToolCall, ...]) -> ToolResult:
         ledger = self.ledger

@@ -15,7 +15,7 @@ the work it cut short in ``metadata["abandoned_usd"]`` (a server may bill a requ
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
@@ -29,10 +29,11 @@ from podium.core.preference import Preference
 from podium.core.progress import EpisodeEvent, EventKind, OnEvent, token_progress
 from podium.core.trajectory import Trajectory, Turn
 from podium.costs.ledger import Ledger, Refused
-from podium.policies import Action, ActionParseError, Answer, Policy, PoolView
+from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, Toolset
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment
+from podium.pool.summarizer import FINAL_ANSWER
 from podium.runtime.config import RunConfig
 from podium.runtime.dispatch import EpisodeDispatcher
 from podium.runtime.grounding import ground, recover
@@ -64,9 +65,7 @@ class Episode:
         orchestrator: ChatBackend,
         policy: Policy,
         view: PoolView,
-        registry: ToolRegistry,
-        summarizer: ToolRegistry,
-        primitives: ToolRegistry,
+        toolsets: Mapping[Toolset, ToolRegistry],
         attachments: tuple[Attachment, ...],
         config: RunConfig,
         budget: Budget,
@@ -85,9 +84,7 @@ class Episode:
         self.respond = respond
         self.on_event = on_event
         self.ledger = Ledger(budget)
-        self.dispatch = EpisodeDispatcher(
-            self.ledger, self.context, self._finished, registry=registry, summarizer=summarizer, primitives=primitives
-        )
+        self.dispatch = EpisodeDispatcher(self.ledger, self.context, self._finished, toolsets)
         self.actions: list[Action] = []
         self.parse_errors = 0
         self.unrecorded: list[ToolResult] = []
@@ -144,7 +141,7 @@ class Episode:
         if not wanted or self.trajectory.answer is not None or not self.trajectory.turns:
             return
         evidence = self._observations()
-        result = await self.dispatch.summarize(ToolCall(name="final_answer", id="on_stop"))
+        (result,) = await self.dispatch.run([ToolCall(name=FINAL_ANSWER.name, id="on_stop")], "summarizer")
         self.trajectory.turns[-1].results.append(result)
         self.unrecorded.clear()
         if result.ok:
@@ -162,7 +159,8 @@ class Episode:
 
     def _observations(self) -> list[ToolResult]:
         """The results of the episode's calls, without the summarizer's (answers, not observations)."""
-        return [result for result in self.trajectory.results if result.call.name not in self.dispatch.summarizer]
+        summarizer = self.dispatch.toolsets["summarizer"]
+        return [result for result in self.trajectory.results if result.call.name not in summarizer]
 
     def _grounded(self, answer: str | None, evidence: Sequence[ToolResult]) -> str | None:
         """``answer`` with long numbers it miscopied from the ``evidence`` (the observations of the calls made

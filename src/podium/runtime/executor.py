@@ -13,14 +13,13 @@ from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError, MissingExtraError
-from podium.policies import Policy, PoolView, build_policy
+from podium.policies import Policy, PoolView, Toolset, build_policy
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
-from podium.pool.resources import Attachment
+from podium.pool.resources import Attachment, checked_attachments
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
 from podium.runtime.episode import Episode, Respond
-from podium.runtime.summarizer import summarizer_tool
 
 
 class Executor:
@@ -86,7 +85,7 @@ class Executor:
         holds earlier turns of a conversation (user and assistant messages), shown before the question as far as
         ``max_history_tokens`` allows, the newest kept first.
         """
-        attached = episode_attachments(attachments)
+        attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
         system = self.policy.system_prompt(view)
@@ -108,9 +107,7 @@ class Executor:
             orchestrator=self.orchestrator,
             policy=self.policy,
             view=view,
-            registry=registry,
-            summarizer=self._summarizer(pool),
-            primitives=pool.primitives,
+            toolsets=self._toolsets(pool, registry),
             attachments=attached,
             config=self.config,
             budget=self.budget,
@@ -159,13 +156,10 @@ class Executor:
         kept = registry.subset([name for name in registry.names() if shown(name)])
         return kept, [label for label in pool.labels.values() if shown(label)]
 
-    def _summarizer(self, pool: Pool) -> ToolRegistry:
-        config = pool.config
-        name = self.config.summarizer or config.role_worker or config.workers[0].name
-        worker = pool.workers[name]
-        max_tokens = min(worker.max_tokens, self.config.summarizer_max_tokens or worker.max_tokens)
-        tool = summarizer_tool(pool.backends[name], max_tokens, worker.timeout_s * (worker.max_retries + 1))
-        return ToolRegistry([tool], prices=pool.prices, max_observation_chars=config.max_observation_chars)
+    def _toolsets(self, pool: Pool, registry: ToolRegistry) -> dict[Toolset, ToolRegistry]:
+        """What an episode's calls run on: the tools it offers, the pool's summarizer, the primitive tools."""
+        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens)
+        return {"tools": registry, "summarizer": summarizer, "primitives": pool.primitives}
 
     def _constrained(self, view: PoolView) -> bool:
         """Whether the orchestrator decodes under the policy's grammar (checked buildable here)."""
@@ -202,15 +196,3 @@ def fit_history(history: Sequence[Message], orchestrator: ChatBackend, max_token
             break
         kept.append(message)
     return kept[::-1]
-
-
-def episode_attachments(attachments: Sequence[Attachment]) -> tuple[Attachment, ...]:
-    """The episode's attachments with absolute paths, each checked to be a file with a unique name."""
-    resolved = tuple(attachment.resolved(Path.cwd()) for attachment in attachments)
-    names = [attachment.name for attachment in resolved]
-    for index, attachment in enumerate(resolved):
-        if attachment.name in names[:index]:
-            raise ConfigError(f"attachments.{index}.name: '{attachment.name}' is attached twice")
-        if not Path(attachment.path).is_file():
-            raise ConfigError(f"attachments.{index}.path: {attachment.path} is not a file")
-    return resolved

@@ -1,4 +1,4 @@
-"""Every path of an episode whose actions are all choices among a few words (the ``route`` policy), played once.
+"""Every path of an episode whose actions are all choices among a few words (the ``escalate`` policy), played once.
 
 On a pool whose workers answer deterministically (replayed recordings), the tree of an episode's action paths is
 small and each path's outcome is fixed, so it can be walked whole instead of sampled: an oracle teacher picks the

@@ -9,15 +9,12 @@ import sys
 import tempfile
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from podium.sandbox.cgroups import CgroupHost
+from podium.sandbox.config import SandboxConfig
 from podium.sandbox.mounts import SpecialFiles, read_only_mounts, system_mounts
 from podium.sandbox.process import LaunchSpec, SandboxProcess, launch
 from podium.sandbox.uids import UidLease, lease_uid
-
-if TYPE_CHECKING:
-    from podium.sandbox.sandbox import SandboxConfig
 
 SCRATCH = "/scratch"
 LAUNCHER = "/podium/launcher.py"
@@ -39,7 +36,7 @@ TAG_VARIABLE = "PODIUM_SANDBOX_TAG"
 class SandboxFactory:
     """Starts fresh sandbox processes for one configuration; safe to call from several threads."""
 
-    def __init__(self, config: "SandboxConfig", *, isolated: bool, cgroups: CgroupHost | None, seccomp: bytes):
+    def __init__(self, config: SandboxConfig, *, isolated: bool, cgroups: CgroupHost | None, seccomp: bytes):
         self.config = config
         self.isolated = isolated
         self.cgroups = cgroups

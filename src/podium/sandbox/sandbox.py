@@ -41,19 +41,16 @@ as a plain subprocess with the same limits (but no process limit) in a temporary
 import asyncio
 import marshal
 import signal
-import sys
 import weakref
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
-
 from podium.concurrency import LoopSemaphore
-from podium.config import Config
 from podium.core.calls import Status
 from podium.errors import SandboxUnavailableError
 from podium.sandbox.cgroups import CgroupHost
+from podium.sandbox.config import SandboxConfig
 from podium.sandbox.factory import SandboxFactory
 from podium.sandbox.pool import WarmPool
 from podium.sandbox.process import Cleaner, Finished, SandboxProcess, Spawner
@@ -68,48 +65,6 @@ CPU_SIGNALS = ("SIGXCPU", "SIGKILL")
 # less. So SIGXCPU or SIGKILL counts as the CPU limit's when the program used at least this share of the limit:
 # enough to set apart a program that sends itself the signal early, loose enough for any load seen.
 CPU_LIMIT_SHARE = 0.25
-
-
-class SandboxConfig(Config):
-    """Limits and isolation settings of the code sandbox."""
-
-    cpu_time_s: PositiveFloat = 10.0
-    """CPU seconds per process before it is stopped (RLIMIT_CPU, whole seconds); reported as TIMEOUT."""
-    wall_time_s: PositiveFloat = 30.0
-    """Wall-clock seconds before the whole sandbox is killed; reported as TIMEOUT."""
-    memory_mb: PositiveInt = 1024
-    """Memory in MiB: the address space of each process (RLIMIT_AS) and, where Podium can create a cgroup, all
-    the sandbox's memory together (processes, shared memory and the files in its tmpfs)."""
-    max_processes: PositiveInt = 64
-    """Most processes and threads inside the sandbox (RLIMIT_NPROC, and pids.max with a cgroup)."""
-    max_open_files: PositiveInt = 256
-    """Most open file descriptors per process (RLIMIT_NOFILE)."""
-    scratch_mb: PositiveInt = 64
-    """Size of each writable filesystem (/scratch, /tmp and /dev/shm), in MiB; also the largest file that may be
-    written."""
-    max_output_bytes: PositiveInt = 65_536
-    """Most bytes of stdout plus stderr kept; a program that writes more is stopped."""
-    python: str = sys.executable
-    """Interpreter that runs the code; its installation (and virtual environment) is visible read-only."""
-    read_only_paths: list[str] = Field(default_factory=list)
-    """Extra host paths made visible read-only at the same place (data sets, model files); sockets and FIFOs
-    in them are hidden."""
-    bwrap: str = "bwrap"
-    """The bubblewrap executable."""
-    allow_unisolated: bool = False
-    """Run code as a plain subprocess when bubblewrap is unavailable. Unsafe: only for trusted code."""
-    max_concurrent: PositiveInt = 8
-    """Most sandboxes running at once; further runs wait."""
-    warm_sandboxes: NonNegativeInt = 2
-    """Sandboxes started ahead of calls, each waiting to serve exactly one call (0: start one per call)."""
-    use_cgroups: bool = True
-    """Give each sandbox a cgroup (memory and process limits for the whole sandbox) when this host allows it;
-    False, or a host that does not, leaves the per-process bounds described in the module documentation."""
-    first_uid: PositiveInt = 100_000
-    """When Podium runs as root, each live sandbox runs as its own uid, the lowest free one from this."""
-    tag: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,64}$")
-    """A label on the sandbox's processes (launcher command line and PODIUM_SANDBOX_TAG in the environment),
-    so that a caller can find exactly its own sandboxes' processes (``podium.sandbox.tagged_processes``)."""
 
 
 @dataclass(frozen=True)

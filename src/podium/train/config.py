@@ -152,12 +152,12 @@ class RewardConfig(Config):
 class RolloutConfig(Config):
     """How rollouts are produced: Podium's own executor, the code path of inference and evaluation."""
 
-    policy: Literal["serial", "parallel", "dag", "route"] = "serial"
+    policy: Literal["serial", "parallel", "dag", "escalate"] = "serial"
     """Action space of the orchestrator."""
     verify: str | None = None
-    """``route`` only: the pool tool that checks each worker reply (see RunConfig.verify)."""
+    """``escalate`` only: the pool tool that checks each worker reply (see RunConfig.verify)."""
     reply_chars: NonNegativeInt | None = None
-    """``route`` only: characters of each reply shown; 0: only the verify report (see RunConfig.reply_chars)."""
+    """``escalate`` only: characters of each reply shown; 0: only the verify report (see RunConfig.reply_chars)."""
     pool: str | None = None
     """Pool YAML (PoolConfig); ``None``: the python tool with the embedded model as the only worker."""
     backend: Literal["local", "vllm"] = "local"
@@ -231,7 +231,7 @@ class GRPOConfig(TrainerConfig):
     appendix B: A_g + ρ·B_t, B_t the turn's shaping standardised over the group's turns at its index); or
     ``expected``: no sampling, every path of the episode's action tree is played once and weighted by its
     probability, the exact policy gradient (:mod:`podium.rewards.expected`). ``expected`` needs a policy whose
-    every action is one of a few words (``route``) and a pool whose outcomes do not vary between plays (replay
+    every action is one of a few words (``escalate``) and a pool whose outcomes do not vary between plays (replay
     workers); ``group_size`` must equal the number of paths."""
     loss_tokens: LossTokens = "generated"
     """``generated``: the loss on every token the orchestrator generated; ``decisions``: only on its decision

@@ -5,9 +5,9 @@ only gathers their inputs from trajectories."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
 from podium.rewards.expected import Step, expected_advantages
 from podium.rewards.grpo import Rollout, filtered_group_advantages, mean_and_std
@@ -118,7 +118,7 @@ def path_steps(trajectory: Trajectory) -> list[Step]:
         if turn.choice_probs is None:
             raise TrainingDataError(
                 f"trajectory {trajectory.id}, turn {turn.index}: no choice probabilities; advantage 'expected' needs "
-                "a policy whose every action is one of a few words (route) and a local policy model that scores them"
+                "a policy whose every action is one of a few words (escalate) and a local policy model that scores them"
             )
         steps.append((turn.choice_probs, turn.output))
     return steps

@@ -2,7 +2,7 @@
 whether that is right, what it costs; and the fixed train / validation / test split.
 
 **Outcomes.** Each recorded response is graded by Podium's own math verifier (its final answer, as the
-``route`` policy reads it, against the GSM8K gold), so routers and orchestrators are judged by one grader. This
+``escalate`` policy reads it, against the GSM8K gold), so routers and orchestrators are judged by one grader. This
 agrees with RouteLLM's recorded True/False on 2,580 of the 2,638 responses (Mixtral 1,310 / 1,319; GPT-4 1,270
 / 1,319, where Podium accepts 47 answers that RouteLLM's grader rejected and rejects 2 it accepted).
 
@@ -23,11 +23,11 @@ from typing import Literal
 
 from podium import core
 from podium.backends.replay import ReplayBackend, count_tokens, normalise
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.errors import PodiumError
 from podium.graders import math as math_grader
 from podium.graders import math_rules

@@ -1,7 +1,7 @@
 """An orchestrator evaluated with ``podium eval`` on recorded outcomes, read as a router: its greedy operating
 point, and the curve its escalation probability traces when thresholded (the routers' own APGR definition).
 
-The orchestrator plays the ``route`` policy over replay workers: it names a worker, reads the reply, then accepts
+The orchestrator plays the ``escalate`` policy over replay workers: it names a worker, reads the reply, then accepts
 or escalates. Its trajectory records the probability of every word at each turn. At the first decision after a
 reply, ``1 − P(accept)`` is its escalation score; sweeping a threshold over the scores (escalate where the score
 reaches it, to the worker it ranks first) gives one operating point per threshold, each question's outcome read
@@ -16,7 +16,7 @@ from pathlib import Path
 from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
 from podium.evaluate.routing.metrics import Point
 from podium.evaluate.runner import EvalRecord, load_run
-from podium.policies.route import ACCEPT, ROLE
+from podium.policies.escalate import ACCEPT, ROLE
 from podium.pool.config import PoolConfig
 from podium.pool.pool import load_pool_config
 

@@ -2,7 +2,7 @@
 
 from podium.core.answers import extract_answer
 from podium.core.calls import Status
-from podium.pool.primitives.kit import Job
+from podium.pool.primitives.job import Job
 from podium.pool.tool import ToolOutput
 
 

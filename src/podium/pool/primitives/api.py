@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from podium.core.calls import Status
-from podium.pool.primitives.kit import Job, json_reply
+from podium.pool.primitives.job import Job, json_reply
 from podium.pool.resources import HTTP_METHODS, ApiEndpoint
 from podium.pool.tool import ToolOutput
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from podium.core.calls import Status
 from podium.pool.primitives.files import SandboxInputs, sandbox_inputs
-from podium.pool.primitives.kit import Job, clip, json_reply
+from podium.pool.primitives.job import Job, clip, json_reply
 from podium.pool.tool import ToolOutput
 
 RUNNER = (files("podium.pool.primitives") / "sql_runner.py").read_text(encoding="utf-8")

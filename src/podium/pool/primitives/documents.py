@@ -19,7 +19,7 @@ from jsonschema.exceptions import SchemaError, best_match
 
 from podium.core.calls import Status
 from podium.pool.primitives.files import AttachmentError, excerpt, mentioned, named_in, numbered, read_text
-from podium.pool.primitives.kit import Job, json_reply
+from podium.pool.primitives.job import Job, json_reply
 from podium.pool.resources import Attachment, AttachmentKind
 from podium.pool.tool import ToolOutput
 

@@ -11,7 +11,7 @@ from jsonschema.exceptions import best_match
 from podium.core.calls import Status, ToolCall
 from podium.pool.builtin.python_tool import render_run
 from podium.pool.primitives.files import sandbox_inputs
-from podium.pool.primitives.kit import Job, json_reply
+from podium.pool.primitives.job import Job, json_reply
 from podium.pool.tool import ToolOutput
 
 MAX_PROGRAM_CHARS = 8_000
@@ -76,7 +76,7 @@ def _program(reply: str, key: str) -> str:
 async def symbolic_math(job: Job) -> ToolOutput:
     """A sympy request from the worker, checked against the symbolic_math tool's schema (PARSE_ERR when it does
     not match), run by that tool in the sandbox."""
-    tool = job.kit.symbolic_math
+    tool = job.kit.helpers.get("symbolic_math")
     schema = tool.spec.parameters
     reply = await job.generate("symbolic_math", json_schema=schema, max_tokens=512)
     if reply.status is not Status.OK:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from podium.pool.primitives.kit import PrimitiveKit
+from podium.pool.kit import PoolKit
 from podium.pool.resources import Attachment, AttachmentKind
 
 CHUNK_CHARS = 1_500
@@ -108,7 +108,7 @@ class SandboxInputs:
         return "; ".join(self.notes) or "none"
 
 
-def sandbox_inputs(kit: PrimitiveKit) -> SandboxInputs:
+def sandbox_inputs(kit: PoolKit) -> SandboxInputs:
     """The attachments of the current call for a sandbox run: the pool's at their read-only paths, the episode's
     copied in (documents and code up to ``max_file_bytes``, databases up to ``max_database_bytes``)."""
     inputs = SandboxInputs()

@@ -9,7 +9,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from podium.core.calls import Status, ToolCall, ToolResult
-from podium.pool.primitives.kit import Job, json_reply
+from podium.pool.primitives.job import Job, json_reply
 from podium.pool.tool import ToolOutput
 
 MAX_QUERIES = 3

@@ -1,19 +1,23 @@
 """One tool per primitive: it takes the routed worker (``model``), the route's ``instruction`` and the ``inputs`` from
 the subtasks it depends on, and performs the primitive with that worker. The DAG policy calls these tools through
 the runtime, so each call is validated, budgeted (its cost bound reserved before it runs), timed and recorded like
-any other; they are not offered to the orchestrator as tools of their own."""
+any other; they are not offered to the orchestrator as tools of their own. What a primitive pays for besides its
+worker's tokens is priced here, for the pool table (:func:`primitive_price`) and for the budget (:func:`cost_bound`)."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from podium.core.calls import ToolCall
 from podium.costs.bounds import CostBound, estimate_tokens
+from podium.costs.prices import ToolPrice
+from podium.pool.kit import PoolKit
 from podium.pool.primitives.answer import direct_answer, reason
 from podium.pool.primitives.api import call_api
 from podium.pool.primitives.database import database_query
 from podium.pool.primitives.documents import extract_field, parse_structured, read_code, read_document
 from podium.pool.primitives.execute import execute_python, execute_shell, symbolic_math
-from podium.pool.primitives.kit import Job, PrimitiveKit
+from podium.pool.primitives.job import Job
 from podium.pool.primitives.retrieve import MAX_QUERIES, fact_check, web_search
 from podium.pool.primitives.templates import template
 from podium.pool.tool import Tool, ToolOutput
@@ -60,12 +64,21 @@ PERFORMERS: dict[str, Performer] = {
 """Every primitive of the vocabulary and how it is performed."""
 
 
-def primitive_tools(kit: PrimitiveKit, admitted: dict[str, list[str]]) -> list[Tool]:
+def primitive_call(worker: str, primitive: str, instruction: str, inputs: str, call_id: str) -> ToolCall:
+    """The call that performs ``primitive`` with ``worker`` (a shown label): the route's ``instruction`` and the
+    ``inputs`` it works on (the results of the subtasks it depends on; may be empty)."""
+    arguments = {"model": worker, "instruction": instruction}
+    if inputs:
+        arguments["inputs"] = inputs
+    return ToolCall(name=primitive, arguments=arguments, id=call_id)
+
+
+def primitive_tools(kit: PoolKit, admitted: dict[str, list[str]]) -> list[Tool]:
     """The tools of the primitives some worker admits; ``admitted`` maps a primitive to the labels of its workers."""
     return [_tool(kit, name, sorted(labels)) for name, labels in admitted.items() if labels]
 
 
-def _tool(kit: PrimitiveKit, name: str, labels: list[str]) -> Tool:
+def _tool(kit: PoolKit, name: str, labels: list[str]) -> Tool:
     performer = PERFORMERS[name]
 
     async def perform(model: str, instruction: str, inputs: str = "") -> ToolOutput:
@@ -91,14 +104,27 @@ def _tool(kit: PrimitiveKit, name: str, labels: list[str]) -> Tool:
     )
 
 
-def _timeout(kit: PrimitiveKit, performer: Performer, labels: list[str]) -> float:
-    worker = max(kit.workers[label].timeout_s * (kit.workers[label].max_retries + 1) for label in labels)
+def _timeout(kit: PoolKit, performer: Performer, labels: list[str]) -> float:
+    worker = max(kit.workers[label].call_timeout_s for label in labels)
     sandbox = kit.sandbox.config.wall_time_s * performer.sandbox_runs
     api = max((endpoint.timeout_s for endpoint in kit.config.api_endpoints), default=0.0)
     return worker * performer.generations + sandbox + api + TIMEOUT_GRACE_S
 
 
-def cost_bound(kit: PrimitiveKit, performer: Performer, name: str, arguments: dict[str, Any]) -> CostBound:
+def primitive_price(kit: PoolKit, primitive: str) -> ToolPrice:
+    """What ``primitive`` pays for on top of the worker's tokens, as the pool table shows it: sandbox time, one
+    search (the pool's search tool), one request (the dearest API endpoint)."""
+    performer = PERFORMERS[primitive]
+    if performer.sandbox_runs:
+        return kit.sandbox_price(primitive)
+    if performer.searches and kit.search_tool is not None:
+        return kit.prices.tool_price(kit.search_tool)
+    if primitive == "call_api" and kit.config.api_endpoints:
+        return max((e.price for e in kit.config.api_endpoints), key=lambda p: (p.per_call_usd, p.per_second_usd))
+    return ToolPrice()
+
+
+def cost_bound(kit: PoolKit, performer: Performer, name: str, arguments: dict[str, Any]) -> CostBound:
     """The most one call can cost: full generations over the largest prompt it may build, plus the sandbox time,
     searches and API requests it may pay for."""
     label = arguments["model"]
@@ -110,12 +136,8 @@ def cost_bound(kit: PrimitiveKit, performer: Performer, name: str, arguments: di
     max_tokens = kit.workers[label].max_tokens
     price = kit.backends[label].price
     generation = CostBound(usd=price.cost(tokens, max_tokens), tokens=tokens + max_tokens) * performer.generations
-    wall = kit.sandbox.config.wall_time_s
-    sandbox_price = kit.prices.tool_price("symbolic_math" if name == "symbolic_math" else "python")
-    usd = performer.sandbox_runs * sandbox_price.cost(wall)
-    if performer.searches and kit.search_tool is not None:
-        config = kit.config.web_search if kit.search_tool == "web_search" else kit.config.local_search
-        usd += performer.searches * kit.prices.tool_price(kit.search_tool).cost(config.timeout_s + TIMEOUT_GRACE_S)
+    usd = performer.sandbox_runs * kit.sandbox_price(name).cost(kit.sandbox.config.wall_time_s)
+    usd += performer.searches * kit.tool_bound(kit.search_tool)
     if name == "call_api":
         usd += max((e.price.cost(e.timeout_s) for e in kit.config.api_endpoints), default=0.0)
     return generation + CostBound(usd=usd)

@@ -1,5 +1,8 @@
-"""A delegation action space small enough for a 135M orchestrator: name the worker that answers, read its reply,
-then keep it or escalate (a cascade the orchestrator steers).
+"""Escalation, a delegation action space small enough for a 135M orchestrator: name the worker that answers, read
+its reply, then keep it or escalate to another worker (a cascade the orchestrator steers).
+
+Named for the decision the orchestrator makes after each reply (escalate, or accept); "route" already names the DAG
+grammar's ``<route>`` and RouteLLM's routers (:mod:`podium.evaluate.routing`).
 
 Each turn the orchestrator writes one word: the label of a worker it has not asked yet (that worker answers the
 original question through the ``standard_reasoner`` role, so the question reaches it verbatim) or, once some
@@ -22,15 +25,15 @@ ACCEPT = "accept"
 ROLE = "standard_reasoner"
 """The role that forwards the original question to the chosen worker."""
 
-ROUTE_PROMPT = """Name a worker to answer. Read its reply, then say accept, or name another worker. \
+ESCALATION_PROMPT = """Name a worker to answer. Read its reply, then say accept, or name another worker. \
 Be accurate and cheap.
 {table}"""
 
 
-class RoutePolicy(Policy):
+class EscalationPolicy(Policy):
     """One word per turn: a worker not asked yet, or ``accept`` once one has answered."""
 
-    name = "route"
+    name = "escalate"
     max_turns = 4
     max_calls_per_round = 1
 
@@ -42,7 +45,7 @@ class RoutePolicy(Policy):
         """Characters of a reply shown (its end); 0: only the ``verify`` report; None: all of it."""
 
     def system_prompt(self, view: PoolView) -> str:
-        return ROUTE_PROMPT.format(table=worker_table(view.table, view.workers))
+        return ESCALATION_PROMPT.format(table=worker_table(view.table, view.workers))
 
     def choices(self, view: PoolView, previous: Sequence[Action] = ()) -> list[str]:
         asked = {str(call.arguments.get("model")) for action in previous if isinstance(action, Calls)
@@ -56,7 +59,7 @@ class RoutePolicy(Policy):
             raise ActionParseError(f"write one of: {', '.join(allowed)}")
         if word == ACCEPT:
             return Answer(ACCEPT)
-        return Calls([ToolCall(name=ROLE, arguments={"model": word}, id=f"route_{len(previous)}")])
+        return Calls([ToolCall(name=ROLE, arguments={"model": word}, id=f"ask_{len(previous)}")])
 
     def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
         lines = []
@@ -94,7 +97,7 @@ class RoutePolicy(Policy):
         replies = [result for result in outcome.results if result.ok and result.call.name == ROLE]
         checks = [ToolCall(name=self.verify, arguments={"text": str(reply.observation or "")}, id=f"verify_{n}")
                   for n, reply in enumerate(replies)]  # fmt: skip
-        return Outcome([*outcome.results, *await dispatch.calls(checks)])
+        return Outcome([*outcome.results, *await dispatch.run(checks)])
 
 
 def last_reply(history: Sequence[Turn]) -> str:

@@ -1,64 +1,29 @@
-"""What every primitive needs: the pool's workers, sandbox, prices, search tool and resources (:class:`PrimitiveKit`),
-and one routed call in progress (:class:`Job`): the worker's generations with the primitive's templates, sandbox
-runs priced like the pool's code tools, the episode's attachments, and the accounting of all of it."""
+"""One routed (worker, primitive) call in progress (:class:`Job`), on the pool's kit
+(:class:`~podium.pool.kit.PoolKit`): the worker's generations with the primitive's templates, sandbox runs priced
+like the pool's code tools, and the accounting of all of it."""
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from podium.backends.base import ChatBackend
-from podium.core.calls import Status, ToolCall, ToolResult
-from podium.costs.prices import PriceCatalog
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.context import current_episode
+from podium.core.calls import Status
+from podium.pool.kit import PoolKit, Spent
 from podium.pool.primitives.templates import inputs_block, template
-from podium.pool.resources import Attachment, AttachmentKind
-from podium.pool.roles import Spent
-from podium.pool.tool import Tool, ToolOutput
+from podium.pool.tool import ToolOutput
 from podium.pool.workers import ask
-from podium.sandbox import Sandbox, SandboxRun
+from podium.sandbox import SandboxRun
 
-RunTool = Callable[[ToolCall], Awaitable[ToolResult]]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-@dataclass
-class PrimitiveKit:
-    """What the primitive tools of one pool share."""
-
-    config: PoolConfig
-    """The pool's config: resources (attachments, endpoints, schemas) and limits."""
-    backends: dict[str, ChatBackend]
-    """Worker label → backend."""
-    workers: dict[str, WorkerConfig]
-    """Worker label → its config (completion budget, time limit)."""
-    sandbox: Sandbox
-    """Where code, shell scripts, SQL and sympy run."""
-    prices: PriceCatalog
-    """The pool's catalog: sandbox time is charged at the ``python`` (or ``symbolic_math``) tool's price."""
-    run_tool: RunTool
-    """Runs a basic tool (search, symbolic_math) with the pool's validation, limits and prices."""
-    symbolic_math: Tool
-    """The symbolic_math tool (sympy in the sandbox), whether or not the orchestrator is offered it."""
-    search_tool: str | None = None
-    """The pool's search tool for web_search and fact_check: ``web_search`` if present, else ``local_search``."""
-
-    def attachments(self, kind: AttachmentKind) -> list[Attachment]:
-        """The attachments of ``kind`` the current call may read: the pool's, then the episode's (an episode's
-        attachment replaces a pool attachment of the same name)."""
-        episode = current_episode.get()
-        named = {a.name: a for a in self.config.attachments}
-        named.update({a.name: a for a in (episode.attachments if episode else ())})
-        return [a for a in named.values() if a.resolved_kind == kind]
 
 
 @dataclass
 class Job:
     """One routed (worker, primitive) call in progress."""
 
-    kit: PrimitiveKit
+    kit: PoolKit
     primitive: str
     label: str
     """The worker's shown label."""
@@ -87,12 +52,10 @@ class Job:
         self.spent.add(output)
         return output
 
-    async def sandboxed(
-        self, code: str, files: Mapping[str, str | bytes] | None = None, *, tool: str = "python"
-    ) -> SandboxRun:
-        """Run ``code`` in the pool's sandbox, charged at ``tool``'s catalog price for the time it took."""
+    async def sandboxed(self, code: str, files: Mapping[str, str | bytes] | None = None) -> SandboxRun:
+        """Run ``code`` in the pool's sandbox, charged for the time it took at the primitive's sandbox price."""
         run = await self.kit.sandbox.run_python(code, files=files)
-        self.spent.usd += self.kit.prices.tool_price(tool).cost(run.seconds)
+        self.spent.usd += self.kit.sandbox_price(self.primitive).cost(run.seconds)
         return run
 
     def done(self, value: dict[str, Any], observation: str) -> ToolOutput:

@@ -1,16 +1,25 @@
-"""ParaManager's frozen summarizer: ``final_answer`` hands the episode's history to a model that writes the
-answer."""
+"""ParaManager's frozen summarizer, a pool role: ``final_answer`` hands the episode's history to a worker that
+writes the answer. The parallel policy calls it to end an episode, and the runtime calls it when turns or parse
+errors run out before an answer (``summarize_on_stop``). It is not among the tools offered to the orchestrator:
+the parallel policy lists it itself (:data:`FINAL_ANSWER`)."""
 
 import contextlib
 
 from podium.backends.base import ChatBackend
 from podium.backends.grammar import BudgetTooSmall, Grammar, Limits, fit, free_text, literal, sequence
+from podium.core.calls import ToolSpec
 from podium.core.messages import Message
-from podium.policies.parallel import FINAL_ANSWER
 from podium.pool.context import current_episode
 from podium.pool.tool import Tool, ToolOutput
 from podium.pool.workers import ask
 
+FINAL_ANSWER = ToolSpec(
+    name="final_answer",
+    description="End the episode: a summarizer model reads the whole history and writes the final answer. "
+    "Call it alone, once the evidence suffices.",
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+)
+"""The summarizer as the orchestrator calls it."""
 SUMMARIZER_PROMPT = (
     "You write the final answer to a user's question from the work of a team of agents and tools. Read the "
     "history, weigh the evidence (prefer results that were verified or agreed on; ignore failed calls), and "
