@@ -14,11 +14,11 @@ from typing import Literal
 
 import typer
 
-from podium.datasets.items import BenchmarkItem
 from podium.cli.eval import eval_command, report_command
 from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage
 from podium.core.trajectory import Trajectory, Turn
+from podium.datasets.items import BenchmarkItem
 from podium.evaluate.system_config import SystemConfig, register_system
 
 

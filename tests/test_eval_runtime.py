@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 from podium.backends.embedded import embedded_model_dir
 from podium.backends.local import LocalBackend
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.cli import app
 from podium.core.answers import ANSWER_INSTRUCTIONS
 from podium.core.budget import StopReason
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.envs import data_dir, load_domain
 from podium.errors import ConfigError
 from podium.evaluate.runner import EvalError, load_run, run_eval

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, Outcome, RoutingItem, split_of
 from podium.evaluate.routing.metrics import Point, apgr, cpt, curve, pgr

@@ -12,10 +12,10 @@ pytest.importorskip("trl")
 import torch
 from transformers import AutoModelForCausalLM
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn
+from podium.datasets.items import BenchmarkItem
 from podium.rewards.shaping import turn_shaping
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
 from podium.train.samples import NO_TURN, ChatFormat, TrainingDataError, single_sample

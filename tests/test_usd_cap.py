@@ -11,8 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage
 from podium.core.record import Record
@@ -20,6 +18,8 @@ from podium.core.trajectory import Trajectory, Turn
 from podium.costs.ledger import RunCap
 from podium.data.runner import StageRunner
 from podium.data.store import WorkLog
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.evaluate.runner import EvalError, run_eval
 
 pytestmark = pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")

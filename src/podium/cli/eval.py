@@ -12,11 +12,11 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
-from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference
 from podium.costs.prices import PriceCatalog
+from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.record import Record
 from podium.data.common import Stage, StageSettings, finish_stage, open_stage
 from podium.data.constraints import read_constraints
@@ -29,6 +28,7 @@ from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
+from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
 from podium.graders.records import DataRow, FilterDecision, Funnel
 

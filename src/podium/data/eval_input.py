@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.data.provenance import podium_version, short_hash
 from podium.data.store import DataError
+from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.graders.records import DataRow, GradedTrajectory, Provenance, RecordError, read_graded, read_jsonl
 
 RESULTS_FILE = "results.jsonl"

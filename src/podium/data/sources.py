@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pydantic import Field, PositiveInt, model_validator
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.config import Config
 from podium.data.store import DataError
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.graders.records import RecordError, read_jsonl, read_tasks
 
 

@@ -5,9 +5,9 @@ ToolOrchestra's reward (``metadata.preference``, which the trainer gives the epi
 import hashlib
 from typing import Any
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.data.sources import SourcedItem
+from podium.datasets.items import BenchmarkItem
 from podium.graders.records import FilterDecision, Provenance
 
 

@@ -6,10 +6,10 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
 from podium.evaluate.systems import System, attempt_bound

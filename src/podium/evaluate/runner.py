@@ -32,13 +32,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.core.budget import StopReason
 from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory, to_json_line
 from podium.costs.ledger import RunCap
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
 from podium.evaluate.systems import System, attempt_bound

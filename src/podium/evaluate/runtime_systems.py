@@ -30,11 +30,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
 from podium.core.budget import StopReason
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError, PodiumError

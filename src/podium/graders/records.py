@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError, field_serializer, field_validator
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.graders.verdict import Verdict
 

@@ -5,9 +5,9 @@ only gathers their inputs from trajectories."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
 from podium.rewards.expected import Step, expected_advantages
 from podium.rewards.grpo import Rollout, filtered_group_advantages, mean_and_std

@@ -23,11 +23,11 @@ from typing import Literal
 
 from podium import core
 from podium.backends.replay import ReplayBackend, count_tokens, normalise
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.errors import PodiumError
 from podium.graders import math as math_grader
 from podium.graders import math_rules
