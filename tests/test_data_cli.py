@@ -91,7 +91,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
 
 def test_the_example_files_are_valid():
     from podium.data.solver import SolverConfig
-    from podium.graders.records import read_tasks
+    from podium.solve.jsonl import read_tasks
     from podium.train.config import SFTConfig
 
     examples = REPO / "examples" / "data"

@@ -11,14 +11,8 @@ from podium.core.trajectory import Trajectory, Turn, write_trajectories
 from podium.data.funnel import FunnelBuilder
 from podium.data.store import DataError, WorkLog, check_stage
 from podium.evaluate.runner import EvalRecord, read_results
-from podium.graders.records import (
-    DataRow,
-    GradedTrajectory,
-    Provenance,
-    RecordError,
-    read_graded,
-    read_trajectory_lines,
-)
+from podium.solve.jsonl import RecordError
+from podium.solve.records import DataRow, GradedTrajectory, Provenance, read_graded, read_trajectory_lines
 from tests.eval_fixtures import record
 
 

@@ -33,7 +33,7 @@ BACKEND_FAILED = 3
 """Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
 
 if TYPE_CHECKING:
-    from podium.graders.records import Funnel
+    from podium.solve.records import Funnel
     from podium.train.config import GRPOConfig
 
 PoolOption = Annotated[

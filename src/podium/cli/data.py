@@ -32,7 +32,7 @@ from podium.data import (
 from podium.data.latencies import measured_latencies
 from podium.data.solver import worker_solver
 from podium.errors import PodiumError
-from podium.graders.records import Funnel
+from podium.solve.records import Funnel
 
 app = typer.Typer(help="Make training data: teacher trajectories, RL sets, curricula, failure classes, preferences.")
 

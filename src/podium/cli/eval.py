@@ -23,9 +23,9 @@ from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
 from podium.evaluate.system_config import SystemConfig, load_system_config
 from podium.graders.grader import Grader, GradingConfig
-from podium.graders.records import tasks_benchmark
 from podium.runtime.checks import NotRunnable
 from podium.sandbox import SandboxConfig
+from podium.solve.jsonl import tasks_benchmark
 
 console = make_console()
 errors = make_console(stderr=True)

@@ -25,8 +25,8 @@ from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.store import DataError, WorkLog, write_jsonl
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
 from podium.graders.grader import Grader
-from podium.graders.records import DataRow, FilterDecision, Funnel
 from podium.runtime.explore import MAX_PATHS
+from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "collect"
 

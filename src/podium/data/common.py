@@ -11,7 +11,7 @@ from podium.config import Config
 from podium.data.funnel import FunnelBuilder, save_funnel, why_empty
 from podium.data.runner import StageRunner
 from podium.data.store import check_stage
-from podium.graders.records import Funnel
+from podium.solve.records import Funnel
 
 RUN_SETTINGS = frozenset({"out", "concurrency", "max_usd", "limit"})
 """Settings a resumed stage may change; any other change needs a new output directory."""

@@ -30,7 +30,7 @@ from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
 from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
-from podium.graders.records import DataRow, FilterDecision, Funnel
+from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "curriculum"
 

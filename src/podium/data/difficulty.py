@@ -21,7 +21,7 @@ from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
 from podium.graders.grader import Grader
-from podium.graders.records import FilterDecision, Funnel
+from podium.solve.records import FilterDecision, Funnel
 
 STAGE = "filter-rl"
 

@@ -29,8 +29,8 @@ from podium.data.llm import Prompt, StepModel, ask_json, load_prompt, request_bo
 from podium.data.provenance import podium_version
 from podium.data.store import WorkLog, write_jsonl, write_text_atomic
 from podium.data.traces import infrastructure_failure, render_trace
-from podium.graders.records import DataRow, Funnel, Provenance
 from podium.pool.config import PoolConfig
+from podium.solve.records import DataRow, Funnel, Provenance
 
 STAGE = "classify-failures"
 CATEGORIES = ("information_loss", "premature_aggregation", "format_mismatch", "delegation_scope_error")

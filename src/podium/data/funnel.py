@@ -14,7 +14,7 @@ from rich.text import Text
 from podium import __version__
 from podium.core.printable import printable
 from podium.data.store import write_text_atomic
-from podium.graders.records import FUNNEL_FILE, Funnel, FunnelStep
+from podium.solve.records import FUNNEL_FILE, Funnel, FunnelStep
 
 V = TypeVar("V")
 

@@ -26,7 +26,8 @@ from podium.data.pools import PoolCache, pool_config, shared_pool
 from podium.data.preference_rules import PoolTool, pool_tools, rule_problems
 from podium.data.provenance import podium_version
 from podium.data.store import DataError, WorkLog, write_jsonl
-from podium.graders.records import FilterDecision, Funnel, Provenance, RecordError, read_jsonl
+from podium.solve.jsonl import RecordError, read_jsonl
+from podium.solve.records import FilterDecision, Funnel, Provenance
 
 STAGE = "preferences"
 CHECK_TOKENS = 160

@@ -1,6 +1,6 @@
 """Solvers: an orchestrator over a pool (a teacher, a cold-start policy, a worker sampled for pass rates) that
 attempts items through :class:`podium.runtime.Executor`, the code path of ``podium run`` and ``podium eval``; and
-the grading of each attempt into a :class:`~podium.graders.records.DataRow` with its provenance.
+the grading of each attempt into a :class:`~podium.solve.records.DataRow` with its provenance.
 
 Tool-use (tau2) items are played as a conversation with the simulated user, as evaluation plays them.
 """
@@ -22,12 +22,12 @@ from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig,
 from podium.envs.domain import load_domain
 from podium.errors import PodiumError
 from podium.graders.grader import Grader, gold_text
-from podium.graders.records import DataRow, Provenance
 from podium.graders.verdict import Verdict
 from podium.pool.config import PoolConfig
 from podium.runtime import Executor, RunConfig
 from podium.runtime.checks import require_runnable
 from podium.runtime.explore import explore
+from podium.solve.records import DataRow, Provenance
 
 CONSTRAINTS_HEADER = "Constraints learned from earlier failed attempts (follow them):"
 

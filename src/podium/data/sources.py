@@ -10,7 +10,7 @@ from podium.config import Config
 from podium.data.store import DataError
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import BenchmarkError, get_benchmark
-from podium.graders.records import RecordError, read_jsonl, read_tasks
+from podium.solve.jsonl import RecordError, read_jsonl, read_tasks
 
 
 class ItemSource(Config):

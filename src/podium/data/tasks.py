@@ -8,7 +8,7 @@ from typing import Any
 from podium.core.preference import Preference
 from podium.data.sources import SourcedItem
 from podium.datasets.items import BenchmarkItem
-from podium.graders.records import FilterDecision, Provenance
+from podium.solve.records import FilterDecision, Provenance
 
 
 def pick_preference(preferences: list[Preference], seed: int, item_id: str) -> Preference | None:

@@ -1,7 +1,7 @@
 """Resumable evaluation runs: items × samples solved concurrently, each result appended as it finishes.
 
 A run directory holds ``manifest.json`` (benchmark, system, settings) and ``results.jsonl`` (one
-:class:`~podium.graders.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
+:class:`~podium.solve.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
 resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a torn
 last line; it is detected and dropped (the file is rewritten without it) before anything new is appended.
 
@@ -43,10 +43,10 @@ from podium.errors import PodiumError
 from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
 from podium.evaluate.systems import System, attempt_bound
 from podium.graders.grader import Grader, gold_text
-from podium.graders.records import GradedTrajectory as EvalRecord
-from podium.graders.records import read_graded as read_results
-from podium.graders.records import scan_graded
 from podium.graders.verdict import Verdict
+from podium.solve.jsonl import scan_jsonl
+from podium.solve.records import GradedTrajectory as EvalRecord
+from podium.solve.records import read_graded as read_results
 
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
@@ -110,7 +110,8 @@ def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
     with only the good records, so new lines are never appended to a torn one; unusable lines are kept in
     ``results.rejected.jsonl``."""
     path = Path(path)
-    records, unusable = scan_graded(path)
+    found, unusable = scan_jsonl(path, EvalRecord, lambda record: record.key)
+    records = list(found.values())
     if path.exists() and (unusable or (path.stat().st_size and not path.read_bytes().endswith(b"\n"))):
         set_aside(path.parent, unusable)
         write_atomically(path, "".join(to_json_line(record) for record in records))

@@ -15,7 +15,7 @@ from podium.data.synth.filters import golden_problem, pass_at_k, solvable_withou
 from podium.data.synth.pipeline import STAGE, Synthesis
 from podium.data.synth.steps import database_excerpt
 from podium.envs import Domain, load_domain
-from podium.graders.records import Funnel
+from podium.solve.records import Funnel
 
 PROVENANCE_FILE = "provenance.json"
 """Beside ``synthesis.json``: task id → who wrote the task and which filters it passed."""
