@@ -22,10 +22,11 @@ from podium.data.funnel import FunnelBuilder
 from podium.data.selection import balance_tools, per_question
 from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import DataError, WorkLog, write_jsonl
+from podium.data.store import DataError
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
 from podium.graders.grader import Grader
 from podium.runtime.explore import MAX_PATHS
+from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "collect"
@@ -158,7 +159,7 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
         solver.check(items)
         grader = Grader(data_dir=config.data_dir)
         stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
-        log = WorkLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
+        log = JsonlLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
         stage.runner.charge(sum(row.trajectory.usage.usd for unit in log.values() for row in unit.rows))
         done = await stage.runner.run(
             "teacher attempts",
@@ -167,7 +168,9 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
             lambda entry: collect_item(solver, grader, entry, config),
             log,
             cost=lambda unit: sum(row.trajectory.usage.usd for row in unit.rows),
-            bound=(config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples),
+            bound=lambda _entry: (
+                (config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples) or None
+            ),
         )
         funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(done)})
         rows = [row for unit in done for row in unit.rows]

@@ -25,11 +25,11 @@ from podium.data.pools import PoolCache
 from podium.data.preferences import read_preferences
 from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
 from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
+from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "curriculum"
@@ -119,7 +119,7 @@ class Curriculum:
         temperatures: dict[str, list[float]],
     ) -> dict[str, Attempts]:
         """Run (or resume) one phase over ``item_ids``; ``temperatures`` per question."""
-        log = WorkLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
+        log = JsonlLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
         self.stage.runner.charge(sum(unit.usd for unit in log.values()))
         entries = [self.items[item_id] for item_id in item_ids]
         bound = (solver.config.max_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
@@ -130,7 +130,7 @@ class Curriculum:
             lambda entry: self.attempt(solver, phase, distillation, entry, temperatures[entry.item.id]),
             log,
             cost=lambda unit: unit.usd,
-            bound=bound,
+            bound=lambda _entry: bound or None,
         )
         return {unit.item_id: unit for unit in done}
 

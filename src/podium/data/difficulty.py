@@ -17,10 +17,10 @@ from podium.data.funnel import FunnelBuilder
 from podium.data.preferences import read_preferences
 from podium.data.solver import Solver, SolverConfig, grade, sample_seed, worker_solver
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
 from podium.graders.grader import Grader
+from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import FilterDecision, Funnel
 
 STAGE = "filter-rl"
@@ -102,7 +102,7 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
     preferences = read_preferences(config.preferences) if config.preferences else []
     stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
     funnel = FunnelBuilder(STAGE)
-    log = WorkLog(out / "work" / "rates.jsonl", PassRate, lambda unit: unit.item_id)
+    log = JsonlLog(out / "work" / "rates.jsonl", PassRate, lambda unit: unit.item_id)
     stage.runner.charge(sum(unit.usd for unit in log.values()))
     rates = await stage.runner.run(
         f"sampling {solver.model}",
@@ -111,7 +111,7 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
         lambda entry: pass_rate(solver, grader, entry, config),
         log,
         cost=lambda unit: unit.usd,
-        bound=(config.solver.max_usd or 0.0) * config.samples,
+        bound=lambda _entry: (config.solver.max_usd or 0.0) * config.samples or None,
     )
     funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(rates)})
     kept = funnel.apply("pass rate band", "questions", rates, lambda rate: _band_reason(rate, config))

@@ -118,7 +118,7 @@ class JsonlLog(Generic[T]):
     """Finished units, keyed, in a JSONL file that only grows (after the repair made when it is opened).
 
     ``storable`` turns a value whose line would not read back (a trajectory holding a value JSON cannot carry)
-    into one that does, given the reason; without it such a value is an error, since it would be run again on
+    into one that does, given the error; without it such a value is an error, since it would be run again on
     every resume.
     """
 
@@ -172,7 +172,7 @@ class JsonlLog(Generic[T]):
         except ValueError as error:  # pydantic's serialization and validation errors are ValueErrors
             if self.storable is None:
                 raise RecordError(f"{self.path}: a record could not be stored: {str(error)[:300]}") from error
-            kept = self.storable(value, f"the record could not be stored: {str(error)[:300]}")
+            kept = self.storable(value, str(error)[:300])
             return kept, to_json_line(kept)
 
 
