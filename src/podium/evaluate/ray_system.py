@@ -11,7 +11,7 @@ from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
-from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
+from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
 from podium.evaluate.systems import System, attempt_bound
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 
@@ -46,7 +46,7 @@ class RaySystem:
 
 @contextmanager
 def solving_system(
-    config: SystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
+    config: EvalSystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
 ) -> Iterator[System]:
     """The system ``config`` describes, built here (its pool priced by ``prices`` merged over its own sheet); with
     a Ray address (``local``, ``auto``, ``HOST:PORT``) its samples are solved by replicas on that cluster, stopped

@@ -46,6 +46,10 @@ class EvalError(PodiumError):
     """An evaluation cannot start or resume (mismatched settings, unsupported benchmark)."""
 
 
+class SystemRunError(PodiumError):
+    """A system could not finish an attempt for infrastructure reasons (the orchestrator's backend failed)."""
+
+
 class RunManifest(Record):
     """What a run directory holds; a resume must match it."""
 
@@ -167,11 +171,14 @@ def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> 
 
 
 async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
-    """Solve and grade one sample; a system failure (a :class:`PodiumError`) becomes an error record."""
+    """Solve and grade one sample; a system failure (a :class:`PodiumError`, or an episode its backend ended with
+    ``error``) becomes an error record."""
     started = time.perf_counter()
     error: str | None = None
     try:
         trajectory = await system.solve(item)
+        if trajectory.stop_reason is StopReason.ERROR:
+            raise SystemRunError(f"item {item.id}: {trajectory.metadata.get('error', 'the orchestrator failed')}")
     except PodiumError as failure:
         trajectory = _failed_trajectory(item, failure, time.perf_counter() - started)
         error = trajectory.metadata["error"]

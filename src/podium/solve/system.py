@@ -75,7 +75,11 @@ class System:
         self.config = config
         self.user = user or UserSimulatorConfig()
         self.instructions = instructions
-        self.model = self.executor().orchestrator.model  # unknown orchestrator or summarizer names fail now
+
+    @property
+    def model(self) -> str:
+        """The model of the worker that plays the orchestrator."""
+        return self.executor().orchestrator.model
 
     @classmethod
     def build(cls, config: SystemConfig, *, pool: Pool | None = None, source: str | None = None) -> "System":
@@ -136,79 +140,65 @@ class System:
         config = settings or self.config
         if temperature is not None:
             config = config.model_copy(update={"temperature": temperature})
-        if isinstance(task, str):
-            return await self._episode(task, seed, preference, config, pool, orchestrator, chat, metadata)
-        described = {"item_id": task.id, **(metadata or {})}
-        if task.verifier == "environment":
-            if chat is not None:
-                raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
-            domain = load_domain(task.metadata["domain"], task.metadata.get("tau2_dir"))
-            episode = await run_task(
-                pool or self.pool,
-                config,
-                domain,
-                domain.task(str(task.gold)),
-                user=self.user,
-                orchestrator=orchestrator,
-                guidance="\n\n".join(filter(None, [ANSWER_INSTRUCTIONS["environment"], self.instructions])),
-                metadata=described,
-            )
-            return episode.trajectory
-        wanted = preference if preference is not None else item_preference(task)
-        question = question_with_format(task)
-        trajectory = await self._episode(question, seed, wanted, config, pool, orchestrator, chat, described)
-        raw = trajectory.answer
-        trajectory.answer = None if raw is None else extract_answer(raw, task.verifier)
-        trajectory.metadata["raw_answer"] = raw
-        return trajectory
-
-    async def explore(
-        self,
-        task: BenchmarkItem | str,
-        *,
-        seed: int | None = None,
-        temperature: float | None = None,
-        preference: Preference | None = None,
-        settings: RunConfig | None = None,
-        pool: Pool | None = None,
-        scorer: ChatBackend | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> list[Trajectory]:
-        """Every path of the task's action tree, each played once through :meth:`solve` with the same arguments
-        (:mod:`podium.runtime.explore`); with ``scorer`` each turn records its probability of every choice."""
-        if isinstance(task, BenchmarkItem) and task.verifier == "environment":
-            raise ConfigError(f"item {task.id}: tool-use episodes cannot be explored path by path")
-        # a path follower offers the policy's choices, not free text
-        settings = (settings or self.config).model_copy(update={"constrained": "always"})
-
-        async def play(backend: ChatBackend) -> Trajectory:
-            return await self.solve(
-                task, seed=seed, temperature=temperature, preference=preference, settings=settings, pool=pool,
-                orchestrator=backend, metadata=metadata,
-            )  # fmt: skip
-
-        return await explore(play, scorer)
-
-    async def _episode(
-        self,
-        question: str,
-        seed: int | None,
-        preference: Preference | None,
-        config: RunConfig,
-        pool: Pool | None,
-        orchestrator: ChatBackend | None,
-        chat: Chat | None,
-        metadata: dict[str, Any] | None,
-    ) -> Trajectory:
+        if isinstance(task, BenchmarkItem):
+            metadata = {"item_id": task.id, **(metadata or {})}
+            if task.verifier == "environment":
+                if chat is not None:
+                    raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
+                return await self._converse(task, config, pool, orchestrator, metadata)
+            preference = preference if preference is not None else item_preference(task)
         chat = chat or Chat()
-        instructions = "\n\n".join(filter(None, [self.instructions, chat.instructions])) or None
-        return await self.executor(config, pool=pool, orchestrator=orchestrator).run(
-            question,
+        trajectory = await self.executor(config, pool=pool, orchestrator=orchestrator).run(
+            task if isinstance(task, str) else question_with_format(task),
             preference=preference,
             seed=seed,
             tools=chat.tools,
-            instructions=instructions,
+            instructions="\n\n".join(filter(None, [self.instructions, chat.instructions])) or None,
             history=chat.history,
             metadata=metadata,
             on_event=chat.on_event,
         )
+        if isinstance(task, BenchmarkItem):
+            raw = trajectory.answer
+            trajectory.answer = None if raw is None else extract_answer(raw, task.verifier)
+            trajectory.metadata["raw_answer"] = raw
+        return trajectory
+
+    async def explore(
+        self, task: BenchmarkItem | str, *, settings: RunConfig | None = None, scorer: ChatBackend | None = None,
+        **episode: Any,
+    ) -> list[Trajectory]:  # fmt: skip
+        """Every path of the task's action tree, each played once through :meth:`solve` with the ``episode``
+        arguments (:mod:`podium.runtime.explore`); with ``scorer`` each turn records its probability of every
+        choice."""
+        if isinstance(task, BenchmarkItem) and task.verifier == "environment":
+            raise ConfigError(f"item {task.id}: tool-use episodes cannot be explored path by path")
+        # a path follower offers the policy's choices, not free text
+        constrained = (settings or self.config).model_copy(update={"constrained": "always"})
+
+        async def play(backend: ChatBackend) -> Trajectory:
+            return await self.solve(task, settings=constrained, orchestrator=backend, **episode)
+
+        return await explore(play, scorer)
+
+    async def _converse(
+        self,
+        item: BenchmarkItem,
+        config: RunConfig,
+        pool: Pool | None,
+        orchestrator: ChatBackend | None,
+        metadata: dict[str, Any],
+    ) -> Trajectory:
+        """A tool-use item as a conversation with the simulated user, in a fresh environment of its domain."""
+        domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
+        episode = await run_task(
+            pool or self.pool,
+            config,
+            domain,
+            domain.task(str(item.gold)),
+            user=self.user,
+            orchestrator=orchestrator,
+            guidance="\n\n".join(filter(None, [ANSWER_INSTRUCTIONS["environment"], self.instructions])),
+            metadata=metadata,
+        )
+        return episode.trajectory
