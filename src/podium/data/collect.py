@@ -20,12 +20,13 @@ from podium.data.constraints import read_constraints
 from podium.data.eval_input import rows_from_eval
 from podium.data.funnel import FunnelBuilder
 from podium.data.selection import balance_tools, per_question
-from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.store import DataError
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
 from podium.graders.grader import Grader
 from podium.runtime.explore import MAX_PATHS
+from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
 
@@ -35,7 +36,7 @@ STAGE = "collect"
 class CollectConfig(ItemSource, StageSettings):
     """Teacher trajectories for SFT (ParaManager)."""
 
-    teacher: SolverConfig = Field(default_factory=SolverConfig)
+    teacher: SystemConfig = Field(default_factory=SystemConfig)
     """The teacher orchestrator (any pool member or endpoint as orchestrator, under any policy)."""
     from_eval: list[str] = Field(default_factory=list)
     """``podium eval`` run directories or results files to select from instead of running the teacher."""

@@ -23,12 +23,13 @@ from podium.data.constraints import read_constraints
 from podium.data.funnel import FunnelBuilder
 from podium.data.pools import PoolCache
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
 from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
+from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
 
@@ -38,11 +39,11 @@ STAGE = "curriculum"
 class CurriculumConfig(ItemSource, StageSettings):
     """Uno's verifier-gated split of a task pool into SFT and RL data."""
 
-    cold_start: SolverConfig = Field(default_factory=SolverConfig)
+    cold_start: SystemConfig = Field(default_factory=SystemConfig)
     """π0: the untrained router (an orchestrator configuration)."""
-    teacher: SolverConfig = Field(default_factory=SolverConfig)
+    teacher: SystemConfig = Field(default_factory=SystemConfig)
     """π*: the teacher orchestrator."""
-    fallback: list[SolverConfig] = Field(default_factory=list)
+    fallback: list[SystemConfig] = Field(default_factory=list)
     """Stronger teachers tried in order on the RL questions left; a success promotes the question to SFT."""
     attempts: PositiveInt = 3
     """k of the pass@k probes (Uno: 3), also the attempts of each fallback teacher."""

@@ -15,11 +15,12 @@ from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, SolverConfig, grade, sample_seed, worker_solver
+from podium.data.solver import Solver, grade, sample_seed, worker_solver
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
 from podium.graders.grader import Grader
+from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import FilterDecision, Funnel
 
@@ -29,7 +30,7 @@ STAGE = "filter-rl"
 class DifficultyConfig(ItemSource, StageSettings):
     """The difficulty band filter of an RL set."""
 
-    solver: SolverConfig = Field(default_factory=lambda: worker_solver(None, None))
+    solver: SystemConfig = Field(default_factory=lambda: worker_solver(None, None))
     """Who answers: by default a worker alone (no tools, one turn); any orchestrator configuration works."""
     samples: PositiveInt = 8
     """Answers per question (ParaManager: 8)."""
