@@ -24,7 +24,6 @@ from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
 from podium.runtime.checks import Problem, run_problems
-from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
 
 console = make_console()
@@ -211,16 +210,8 @@ def rollout_problems(config: "GRPOConfig") -> list[Problem]:
     from podium.backends.local import LocalBackend, LocalBackendConfig
     from podium.train.rollouts import rollout_pool
 
-    rollout = config.rollout
-    run = RunConfig(
-        policy=rollout.policy,
-        max_turns=rollout.max_turns,
-        max_tokens=rollout.max_tokens,
-        constrained="auto" if rollout.constrained else "never",
-        allow=rollout.allow,
-    )
     trained = LocalBackend(LocalBackendConfig(model=config.model.name, path=config.model.path))
-    return run_problems(rollout_pool(rollout), run, trained)
+    return run_problems(rollout_pool(config.rollout), config.rollout.run_config(), trained)
 
 
 def report_funnel(funnel: "Funnel", as_json: bool) -> None:
