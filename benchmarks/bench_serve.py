@@ -46,9 +46,9 @@ from podium.core.messages import Message
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime.config import RunConfig
-from podium.runtime.system import OrchestratorSystem
 from podium.serve.http import app_in_thread
 from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.solve.system import System
 
 QUESTION = "What is 17 * 23?"
 CALL = '<tool_call>{"name": "helper", "arguments": {"prompt": "What is 17 * 23?"}}</tool_call>'
@@ -72,14 +72,14 @@ class Orchestrator(ScriptedBackend):
         return await super()._complete(request)
 
 
-def scripted_system(delay: float) -> OrchestratorSystem:
+def scripted_system(delay: float) -> System:
     workers = [
         WorkerConfig(name="orchestrator", backend="scripted", model="orchestrator", replies=["unused"]),
         WorkerConfig(name="helper", backend="scripted", model="helper", replies=["391"]),
     ]
     pool = build_pool(PoolConfig(workers=workers, tools=[], roles=[]))
     pool.backends["orchestrator"] = Orchestrator(delay)
-    return OrchestratorSystem("scripted", pool, RunConfig(orchestrator="orchestrator", deny=["orchestrator"]))
+    return System("scripted", pool, RunConfig(orchestrator="orchestrator", deny=["orchestrator"]))
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -87,14 +87,14 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def direct(system: OrchestratorSystem, count: int) -> list[float]:
+def direct(system: System, count: int) -> list[float]:
     """``count`` episodes at once in process: each one's seconds from the common start to its end."""
 
     async def run_all() -> list[float]:
         started = time.perf_counter()
 
         async def one() -> float:
-            trajectory = await system.executor().run(QUESTION)
+            trajectory = await system.solve(QUESTION)
             assert trajectory.answer == "391", trajectory.stop_reason
             return time.perf_counter() - started
 
@@ -145,7 +145,7 @@ async def load(url: str, count: int) -> dict[str, object]:
     }
 
 
-def served(system: OrchestratorSystem, count: int, config: ServeConfig) -> dict[str, object]:
+def served(system: System, count: int, config: ServeConfig) -> dict[str, object]:
     """The load process's figures, and the server's CPU seconds (this process) while it ran."""
     with app_in_thread(create_orchestrator_app([system], config)) as url:
         command = [sys.executable, __file__, "--load", url, "--concurrent", str(count)]

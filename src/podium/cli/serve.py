@@ -8,8 +8,8 @@ import typer
 from podium.backends.base import BackendError
 from podium.cli.common import errors, fail
 from podium.errors import PodiumError
-from podium.runtime.checks import require_runnable
-from podium.runtime.system import OrchestratorSystem, SystemSpec
+from podium.solve.config import SystemConfig
+from podium.solve.system import System
 
 
 def serve_command(
@@ -45,7 +45,7 @@ def serve_command(
     conversation as an episode (client tools, streamed steps, sampling parameters; extra field `podium` for
     budget and preference), /metrics reports in Prometheus format."""
     from podium.serve.http import run_app
-    from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app, load_system_spec
+    from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
 
     flags: dict[str, Any] = {
         "max_concurrent": max_concurrent,
@@ -60,10 +60,11 @@ def serve_command(
             {**base.model_dump(), **{key: value for key, value in flags.items() if value is not None}},
             source="podium serve options",
         )
-        specs = [load_system_spec(path) for path in system] if system else [SystemSpec()]
-        systems = [OrchestratorSystem.build(spec) for spec in specs]
-        for path, built in zip(system or ["the embedded orchestrator"], systems, strict=True):
-            require_runnable(built.pool, built.config, str(path))  # one that cannot answer never starts serving
+        # a system that cannot answer never starts serving
+        if system:
+            systems = [System.build(SystemConfig.from_file(path), source=str(path)) for path in system]
+        else:
+            systems = [System.build(SystemConfig(), source="the embedded orchestrator")]
         app = create_orchestrator_app(systems, settings)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
