@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from podium.ablations import load_experiment
-from podium.cli.common import stage_config
+from podium.cli.fields import Flags, load_config
 from podium.cli.output import print_json_line, shown
 from podium.config import Config
 from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, Status, ToolCall
@@ -130,7 +130,7 @@ LOADERS: dict[str, tuple[Callable[[Path], Any], str]] = {
     "preferences": (read_preferences, ""),
     "experiment": (lambda path: load_experiment(path, "small"), ""),
     "train": (SFTConfig.from_file, ""),
-    "data stage": (lambda path: stage_config(CollectConfig, path, {}), ""),
+    "data stage": (lambda path: load_config(CollectConfig, path, Flags()), ""),
 }
 
 
