@@ -1,11 +1,11 @@
 """Serving overhead, measured in the same run against the same scripted orchestrator run directly.
 
 1. Concurrent (issue 27): N streaming requests at once (default 200) from the official async openai client, in a
-   separate process, against ``podium serve``; the baseline is N ``Executor.run`` episodes at once in process
+   separate process, against ``podium serve``; the baseline is N ``System.solve`` episodes at once in process
    (what the server runs for each request). Reports errors, p50/p99 of each request's latency (to ``[DONE]``)
    and of the time to its first chunk, against the baseline's p50/p99, and the served overhead per request.
    Run twice: with a slot for every request, and with the default 4 slots and the rest queued.
-2. Sequential: one request at a time, against ``Executor.run`` and against a whole ``podium run`` process.
+2. Sequential: one request at a time, against ``System.solve`` and against a whole ``podium run`` process.
 
     python benchmarks/bench_serve.py [--concurrent 200] [--delay 0.0] [--episodes 20]
 
@@ -13,7 +13,8 @@ The scripted orchestrator calls a scripted worker once and answers (two turns, o
 orchestrator generation stand in for a model), so the figures are the serving machinery's own cost.
 
 Measured on the 2 shared cores this was written on, with a load average of 8 to 10 from other work (so the wall
-figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``:
+figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``, when the baseline called
+``Executor.run`` itself (``System.solve`` now stands between them and only picks what to send):
 
     200 requests at once          p50 ms   p99 ms  errors
     direct Executor.run            599.4    646.6       0
@@ -167,7 +168,7 @@ def concurrent(count: int, delay: float) -> None:
     direct_cpu = time.process_time() - direct_cpu
     d50, d99, direct_wall = percentile(baseline, 0.5), percentile(baseline, 0.99), max(baseline)
     print(f"{count} requests at once          p50 ms   p99 ms  errors")
-    print(f"direct Executor.run         {ms(d50)} {ms(d99)}       0")
+    print(f"direct System.solve        {ms(d50)} {ms(d99)}       0")
     for label, config in (
         ("served, a slot each        ", ServeConfig(max_concurrent=count, max_queued=0)),
         ("served, 4 slots + queue    ", ServeConfig(max_concurrent=4, max_queued=count)),

@@ -1,10 +1,10 @@
-"""Running many units (evaluation samples, data-stage units) concurrently under a USD cap, each appended to its
-log as it finishes, with a progress bar on stderr.
+"""Running many units (evaluation samples, data-stage units, GRPO rollouts) concurrently under a USD cap, each appended
+to its log as it finishes, with a progress bar on stderr.
 
-One unit is one async function call (an item's sample, an item's attempts, a failed trajectory's classification,
-a synthesis step), so units can be spread over machines later without changing what a unit does. Units whose key
-the log already holds are skipped (resume). Spend counts every invocation of the run. When a unit's cost is
-bounded in advance (an episode with a USD cap of its own, a generation of known length) it starts only if its
+One unit is one async function call (an item's sample, an item's attempts, a failed trajectory's classification, a
+synthesis step, a GRPO rollout), so units can be spread over machines later without changing what a unit does. Units
+whose key the log already holds are skipped (resume). Spend counts every invocation of the run. When a unit's cost
+is bounded in advance (an episode with a USD cap of its own, a generation of known length) it starts only if its
 bound fits what is left, counting the bounds of the units in flight, so the cap is never crossed
 (:class:`~podium.costs.ledger.RunCap`); a unit of unknown cost starts while the spend is below the cap.
 """
@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -28,10 +28,35 @@ from rich.progress import (
 )
 
 from podium.costs.ledger import RunCap
-from podium.solve.jsonl import JsonlLog
 
 T = TypeVar("T", bound=BaseModel)
 U = TypeVar("U")
+
+
+class UnitLog(Protocol[T]):
+    """Where a run keeps its finished units: a :class:`~podium.solve.jsonl.JsonlLog` (resumable) or a
+    :class:`MemoryLog`."""
+
+    done: dict[Hashable, T]
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def append(self, value: T) -> T: ...
+
+
+class MemoryLog(Generic[T]):
+    """Finished units kept in memory, for a run that is never resumed (a generation batch of GRPO rollouts)."""
+
+    def __init__(self, key: Callable[[T], Hashable]) -> None:
+        self.key = key
+        self.done: dict[Hashable, T] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.done
+
+    def append(self, value: T) -> T:
+        self.done[self.key(value)] = value
+        return value
 
 
 class BatchRunner:
@@ -72,7 +97,7 @@ class BatchRunner:
         units: Sequence[U],
         key: Callable[[U], Hashable],
         work: Callable[[U], Awaitable[T]],
-        log: JsonlLog[T],
+        log: UnitLog[T],
         *,
         cost: Callable[[T], float],
         bound: Callable[[U], float | None] = lambda _unit: None,

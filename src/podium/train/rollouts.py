@@ -3,7 +3,6 @@ and serving) driving the policy being trained, with ToolOrchestra's per-instance
 price sheet), in this process or on Ray workers (:class:`RayRollouts`). The source is injectable: anything that
 maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
 
-import asyncio
 import inspect
 import random
 from collections.abc import Awaitable, Sequence
@@ -14,12 +13,14 @@ from podium.backends.base import FREE, ChatBackend
 from podium.backends.factory import HttpBackendSpec, build_backend
 from podium.backends.local import LocalBackend, LocalBackendConfig
 from podium.core.preference import Preference
+from podium.core.record import Record
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
 from podium.pool.pool import Pool, build_pool
 from podium.runtime import RunConfig
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
+from podium.solve.runner import BatchRunner, MemoryLog
 from podium.solve.system import System
 from podium.train.config import RolloutConfig
 
@@ -34,6 +35,13 @@ class RolloutSource(Protocol):
     ) -> Trajectory | Awaitable[Trajectory]: ...
 
 
+class Placed(Record):
+    """A rollout at its place in its generation batch."""
+
+    index: int
+    trajectory: Trajectory
+
+
 async def collect(
     source: RolloutSource,
     questions: Sequence[str],
@@ -41,15 +49,18 @@ async def collect(
     preferences: Sequence[Preference | None],
     concurrency: int,
 ) -> list[Trajectory]:
-    """Every rollout of a generation batch, at most ``concurrency`` at once, in order."""
-    limit = asyncio.Semaphore(concurrency)
+    """Every rollout of a generation batch, at most ``concurrency`` at once (a :class:`BatchRunner` without a
+    cap, keeping them in memory), in order."""
+    runs = list(zip(questions, seeds, preferences, strict=True))
 
-    async def one(question: str, seed: int, preference: Preference | None) -> Trajectory:
-        async with limit:
-            result = source(question, seed, preference)
-            return await result if inspect.isawaitable(result) else result
+    async def one(index: int) -> Placed:
+        result = source(*runs[index])
+        return Placed(index=index, trajectory=await result if inspect.isawaitable(result) else result)
 
-    return list(await asyncio.gather(*map(one, questions, seeds, preferences)))
+    runner = BatchRunner(concurrency=concurrency, progress=False)
+    log: MemoryLog[Placed] = MemoryLog(lambda placed: placed.index)
+    placed = await runner.run("rollouts", range(len(runs)), int, one, log, cost=lambda p: p.trajectory.usage.usd)
+    return [rollout.trajectory for rollout in placed]
 
 
 def rollout_pool(config: RolloutConfig) -> Pool:
