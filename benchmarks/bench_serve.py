@@ -1,11 +1,11 @@
 """Serving overhead, measured in the same run against the same scripted orchestrator run directly.
 
 1. Concurrent (issue 27): N streaming requests at once (default 200) from the official async openai client, in a
-   separate process, against ``podium serve``; the baseline is N ``Executor.run`` episodes at once in process
+   separate process, against ``podium serve``; the baseline is N ``System.solve`` episodes at once in process
    (what the server runs for each request). Reports errors, p50/p99 of each request's latency (to ``[DONE]``)
    and of the time to its first chunk, against the baseline's p50/p99, and the served overhead per request.
    Run twice: with a slot for every request, and with the default 4 slots and the rest queued.
-2. Sequential: one request at a time, against ``Executor.run`` and against a whole ``podium run`` process.
+2. Sequential: one request at a time, against ``System.solve`` and against a whole ``podium run`` process.
 
     python benchmarks/bench_serve.py [--concurrent 200] [--delay 0.0] [--episodes 20]
 
@@ -13,7 +13,8 @@ The scripted orchestrator calls a scripted worker once and answers (two turns, o
 orchestrator generation stand in for a model), so the figures are the serving machinery's own cost.
 
 Measured on the 2 shared cores this was written on, with a load average of 8 to 10 from other work (so the wall
-figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``:
+figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``, when the baseline called
+``Executor.run`` itself (``System.solve`` now stands between them and only picks what to send):
 
     200 requests at once          p50 ms   p99 ms  errors
     direct Executor.run            599.4    646.6       0
@@ -46,9 +47,9 @@ from podium.core.messages import Message
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime.config import RunConfig
-from podium.runtime.system import OrchestratorSystem
 from podium.serve.http import app_in_thread
 from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.solve.system import System
 
 QUESTION = "What is 17 * 23?"
 CALL = '<tool_call>{"name": "helper", "arguments": {"prompt": "What is 17 * 23?"}}</tool_call>'
@@ -72,14 +73,14 @@ class Orchestrator(ScriptedBackend):
         return await super()._complete(request)
 
 
-def scripted_system(delay: float) -> OrchestratorSystem:
+def scripted_system(delay: float) -> System:
     workers = [
         WorkerConfig(name="orchestrator", backend="scripted", model="orchestrator", replies=["unused"]),
         WorkerConfig(name="helper", backend="scripted", model="helper", replies=["391"]),
     ]
     pool = build_pool(PoolConfig(workers=workers, tools=[], roles=[]))
     pool.backends["orchestrator"] = Orchestrator(delay)
-    return OrchestratorSystem("scripted", pool, RunConfig(orchestrator="orchestrator", deny=["orchestrator"]))
+    return System("scripted", pool, RunConfig(orchestrator="orchestrator", deny=["orchestrator"]))
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -87,14 +88,14 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def direct(system: OrchestratorSystem, count: int) -> list[float]:
+def direct(system: System, count: int) -> list[float]:
     """``count`` episodes at once in process: each one's seconds from the common start to its end."""
 
     async def run_all() -> list[float]:
         started = time.perf_counter()
 
         async def one() -> float:
-            trajectory = await system.executor().run(QUESTION)
+            trajectory = await system.solve(QUESTION)
             assert trajectory.answer == "391", trajectory.stop_reason
             return time.perf_counter() - started
 
@@ -145,7 +146,7 @@ async def load(url: str, count: int) -> dict[str, object]:
     }
 
 
-def served(system: OrchestratorSystem, count: int, config: ServeConfig) -> dict[str, object]:
+def served(system: System, count: int, config: ServeConfig) -> dict[str, object]:
     """The load process's figures, and the server's CPU seconds (this process) while it ran."""
     with app_in_thread(create_orchestrator_app([system], config)) as url:
         command = [sys.executable, __file__, "--load", url, "--concurrent", str(count)]
@@ -167,7 +168,7 @@ def concurrent(count: int, delay: float) -> None:
     direct_cpu = time.process_time() - direct_cpu
     d50, d99, direct_wall = percentile(baseline, 0.5), percentile(baseline, 0.99), max(baseline)
     print(f"{count} requests at once          p50 ms   p99 ms  errors")
-    print(f"direct Executor.run         {ms(d50)} {ms(d99)}       0")
+    print(f"direct System.solve        {ms(d50)} {ms(d99)}       0")
     for label, config in (
         ("served, a slot each        ", ServeConfig(max_concurrent=count, max_queued=0)),
         ("served, 4 slots + queue    ", ServeConfig(max_concurrent=4, max_queued=count)),

@@ -25,9 +25,9 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from podium.core.answers import extract_answer
 from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.datasets.loaders import get_benchmark
-from podium.core.answers import extract_answer
 from podium.envs.domain import golden_actions, load_domain
 from podium.envs.evaluation import replay
 from podium.graders.code import CodeVerifier

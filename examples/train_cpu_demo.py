@@ -31,9 +31,9 @@ import yaml
 
 from podium.backends.local import LocalBackend, LocalBackendConfig
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, write_trajectories
+from podium.datasets.items import BenchmarkItem
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig, RolloutConfig, SFTConfig
 from podium.train.grpo import run_grpo
 from podium.train.model import load_model

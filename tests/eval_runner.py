@@ -14,12 +14,12 @@ from typing import Literal
 
 import typer
 
-from podium.datasets.items import BenchmarkItem
 from podium.cli.eval import eval_command, report_command
 from podium.core.answers import VerifierKind
 from podium.core.calls import CallUsage
 from podium.core.trajectory import Trajectory, Turn
-from podium.evaluate.system_config import SystemConfig, register_system
+from podium.datasets.items import BenchmarkItem
+from podium.evaluate.system_config import EvalSystemConfig, register_system
 
 
 def oracle_knows(item_id: str) -> bool:
@@ -27,7 +27,7 @@ def oracle_knows(item_id: str) -> bool:
     return zlib.crc32(item_id.encode()) % 3 != 0
 
 
-class OracleConfig(SystemConfig):
+class OracleConfig(EvalSystemConfig):
     """The test oracle."""
 
     kind: Literal["oracle"] = "oracle"

@@ -19,7 +19,8 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from rich.console import Console
 
-from podium.cli.common import stage_config
+from podium.ablations import load_experiment
+from podium.cli.fields import Flags, load_config
 from podium.cli.output import print_json_line, shown
 from podium.config import Config
 from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, Status, ToolCall
@@ -31,7 +32,6 @@ from podium.data.collect import CollectConfig
 from podium.data.preferences import read_preferences
 from podium.errors import ConfigError
 from podium.evaluate.system_config import load_system_config
-from podium.ablations import load_experiment
 from podium.pool.descriptions import read_descriptions
 from podium.pool.pool import load_pool_config
 from podium.pool.registry import ToolRegistry
@@ -130,7 +130,7 @@ LOADERS: dict[str, tuple[Callable[[Path], Any], str]] = {
     "preferences": (read_preferences, ""),
     "experiment": (lambda path: load_experiment(path, "small"), ""),
     "train": (SFTConfig.from_file, ""),
-    "data stage": (lambda path: stage_config(CollectConfig, path, {}), ""),
+    "data stage": (lambda path: load_config(CollectConfig, path, Flags()), ""),
 }
 
 

@@ -15,9 +15,9 @@ from podium.costs.prices import ModelPrice
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime.config import RunConfig
-from podium.runtime.system import OrchestratorSystem
 from podium.serve.http import app_in_thread
 from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.solve.system import System
 
 CALL = '<tool_call>{"name": "helper", "arguments": {"prompt": "What is 6*7?"}}</tool_call>'
 ANSWER = "<answer>42</answer>"
@@ -75,7 +75,7 @@ class SlowScripted(ScriptedBackend):
 
 def system(
     name: str = "tiny-orchestrator", delay: float = 0.0, script: Script = helper_then_answer, **config: object
-) -> OrchestratorSystem:
+) -> System:
     """A served orchestrator over a scripted pool: ``orchestrator`` (its backend replaced by ``script``) and
     ``helper``, a worker offered as a tool that always answers 42."""
     workers = [
@@ -85,17 +85,17 @@ def system(
     pool = build_pool(PoolConfig(workers=workers, tools=[]))
     pool.backends["orchestrator"] = SlowScripted(script, delay)
     settings = RunConfig(orchestrator="orchestrator", deny=["orchestrator"], max_turns=4, **config)  # type: ignore[arg-type]
-    return OrchestratorSystem(name, pool, settings)
+    return System(name, pool, settings)
 
 
-def orchestrator_of(served_system: OrchestratorSystem) -> SlowScripted:
+def orchestrator_of(served_system: System) -> SlowScripted:
     backend = served_system.pool.backends["orchestrator"]
     assert isinstance(backend, SlowScripted)
     return backend
 
 
 @contextmanager
-def served(*systems: OrchestratorSystem, **config: object) -> Iterator[str]:
+def served(*systems: System, **config: object) -> Iterator[str]:
     app = create_orchestrator_app(list(systems) or [system()], ServeConfig(**config))  # type: ignore[arg-type]
     with app_in_thread(app) as url:
         yield url

@@ -153,7 +153,7 @@ def test_data_collect_refuses_a_teacher_that_cannot_act_before_writing(tmp_path)
 def test_grpo_refuses_rollouts_that_cannot_act(tmp_path):
     config = write(tmp_path, "grpo.yaml", {
         "output_dir": str(tmp_path / "o"), "tasks": "examples/data/rl_tasks.jsonl",
-        "rollout": {"policy": "serial", "max_tokens": 32, "constrained": True}})  # fmt: skip
+        "rollout": {"policy": "serial", "max_tokens": 32, "constrained": "auto"}})  # fmt: skip
     result = runner.invoke(app, ["train", "grpo", "--config", config])
     assert result.exit_code == 2
     assert "(rollout) cannot run:\n  max_tokens: 32 cannot hold one action" in result.stderr

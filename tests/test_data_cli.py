@@ -32,7 +32,7 @@ def test_help_lists_the_stages_with_their_defaults():
     assert top.exit_code == 0 and "data" in top.output and "synth" in top.output
     collect = runner.invoke(app, ["data", "collect", "--help"], env={"COLUMNS": "200"})
     assert collect.exit_code == 0
-    assert "Attempts per question (ParaManager: 8)." in collect.output and "[default: (8)]" in collect.output
+    assert "Attempts per question (ParaManager: 8);" in collect.output and "[default: (8)]" in collect.output
     for command in (["data", "filter-rl"], ["data", "curriculum"], ["data", "classify-failures"],
                     ["data", "preferences"], ["synth", "domain"]):  # fmt: skip
         assert runner.invoke(app, [*command, "--help"]).exit_code == 0
@@ -90,12 +90,12 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
 
 
 def test_the_example_files_are_valid():
-    from podium.data.solver import SolverConfig
-    from podium.graders.records import read_tasks
+    from podium.solve.config import SystemConfig
+    from podium.solve.jsonl import read_tasks
     from podium.train.config import SFTConfig
 
     examples = REPO / "examples" / "data"
-    teacher = SolverConfig.from_file(examples / "embedded_teacher.yaml")
+    teacher = SystemConfig.from_file(examples / "embedded_teacher.yaml")
     assert (teacher.policy, teacher.allow, teacher.pool) == ("serial", [], None)
     assert [item.verifier for item in read_tasks(examples / "quiz.jsonl")] == ["multiple_choice"] * 4
     sft = SFTConfig.from_file(examples / "train_sft_collected.yaml")

@@ -13,8 +13,8 @@ from podium.data.collect import CollectConfig, collect
 from podium.data.provenance import pool_hash
 from podium.data.selection import balance_tools
 from podium.data.store import DataError
-from podium.graders.records import DataRow, Provenance, read_funnel
 from podium.pool.config import PoolConfig
+from podium.solve.records import DataRow, Provenance, read_funnel
 from tests.data_fixtures import scripted_worker, write_tasks
 from tests.eval_fixtures import record
 from tests.servers import FaultServer

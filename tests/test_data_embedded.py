@@ -30,7 +30,7 @@ from podium.data import (
 from podium.data.funnel import print_funnel
 from podium.data.solver import worker_solver
 from podium.envs import load_domain
-from podium.graders.records import Funnel
+from podium.solve.records import Funnel
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"

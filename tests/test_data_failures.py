@@ -11,7 +11,7 @@ from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, Turn
 from podium.data.collect import CollectConfig, collect
 from podium.data.failures import ClassifyConfig, classify_failures, evidence_problem
-from podium.graders.records import DataRow, Provenance
+from podium.solve.records import DataRow, Provenance
 from tests.data_fixtures import scripted_worker, write_tasks
 
 GOOD_CONSTRAINT = "Always finish the arithmetic before answering."

@@ -9,11 +9,11 @@ import yaml
 from typer.testing import CliRunner
 
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.messages import Message
 from podium.data.preference_rules import pool_tools, rule_problems
 from podium.data.preferences import PreferenceConfig, propose_preferences, read_preferences
+from podium.datasets.loaders import shared_data_dir
 from podium.pool.config import PoolConfig
 from podium.pool.pool import build_pool
 

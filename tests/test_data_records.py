@@ -9,16 +9,10 @@ import pytest
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.trajectory import Trajectory, Turn, write_trajectories
 from podium.data.funnel import FunnelBuilder
-from podium.data.store import DataError, WorkLog, check_stage
+from podium.data.store import DataError, check_stage
 from podium.evaluate.runner import EvalRecord, read_results
-from podium.graders.records import (
-    DataRow,
-    GradedTrajectory,
-    Provenance,
-    RecordError,
-    read_graded,
-    read_trajectory_lines,
-)
+from podium.solve.jsonl import JsonlLog, RecordError
+from podium.solve.records import DataRow, GradedTrajectory, Provenance, read_graded, read_trajectory_lines
 from tests.eval_fixtures import record
 
 
@@ -76,16 +70,17 @@ def test_funnel_steps_must_add_up():
         funnel.count("broken", "numbers", 1, {"x": 2})
 
 
-def test_a_work_log_drops_a_torn_last_line_and_a_manifest_refuses_other_settings(tmp_path):
+def test_a_work_log_sets_a_torn_last_line_aside_and_a_manifest_refuses_other_settings(tmp_path):
     path = tmp_path / "work.jsonl"
-    log = WorkLog(path, DataRow, lambda row: row.id)
+    log = JsonlLog(path, DataRow, lambda row: row.id)
     log.append(data_row("a", 1, {}))
     log.append(data_row("b", 2, {}))
     text = path.read_text()
     path.write_text(text + text.splitlines()[0][:40])
-    reopened = WorkLog(path, DataRow, lambda row: row.id)
+    reopened = JsonlLog(path, DataRow, lambda row: row.id)
     assert (list(reopened.done), reopened.dropped) == (["a", "b"], 1)
     assert path.read_text() == text
+    assert (tmp_path / "work.rejected.jsonl").read_text() == text.splitlines()[0][:40] + "\n"
     check_stage(tmp_path, "collect", {"samples": 8})
     check_stage(tmp_path, "collect", {"samples": 8})
     with pytest.raises(DataError, match="samples: was 8, now 4"):

@@ -82,7 +82,8 @@ def test_synthesis_counts_each_step_and_writes_a_domain_podium_envs_loads(tmp_pa
     assert task_model.model_validate(raw_task).model_dump(mode="json", exclude_unset=True) == raw_task  # all tau2's
     provenance = json.loads((tmp_path / "tau2" / "library" / "synthesis" / "provenance.json").read_text())["0"]
     assert (provenance["model"], provenance["stage"]) == ("library-llm", "synth-domain")
-    assert provenance["decisions"] == ["golden calls execute", "needs an action", "solved by serial:agent at attempt 1"]
+    solved = "solved by orchestrator:serial:agent at attempt 1"
+    assert provenance["decisions"] == ["golden calls execute", "needs an action", solved]
     assert gold_grade(domain, task).strict_solved and replay(domain, task, golden_actions(task)).changed
     assert json.loads((tmp_path / "tau2" / "library" / "db.json").read_text())["books"]["B1"]["copies"] == 2
     splits = json.loads((tmp_path / "tau2" / "library" / "split_tasks.json").read_text())

@@ -8,15 +8,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.calls import CallUsage
 from podium.core.trajectory import Trajectory
 from podium.data.funnel import why_empty
 from podium.data.store import STAGE_FILE, DataError, check_stage
+from podium.datasets.loaders import shared_data_dir
 from podium.evaluate.runner import EvalError, RunManifest, check_manifest
-from podium.graders.records import FunnelStep, GradedTrajectory
 from podium.graders.verdict import Verdict
+from podium.solve.records import FunnelStep, GradedTrajectory
 
 runner = CliRunner()
 needs_data = pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")

@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from podium.core.answers import extract_answer, last_boxed, vote_key
 from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.datasets.loaders import (
     BENCHMARKS,
@@ -15,7 +16,6 @@ from podium.datasets.loaders import (
     gsm8k_gold,
     shared_data_dir,
 )
-from podium.core.answers import extract_answer, last_boxed, vote_key
 from podium.errors import MissingExtraError
 
 pytestmark = pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")

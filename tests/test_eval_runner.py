@@ -6,9 +6,9 @@ import json
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory, Turn
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.envs import communicate_info, golden_actions, load_domain
 from podium.evaluate.metrics import run_metrics
 from podium.evaluate.runner import RESULTS_FILE, EvalError, load_run, read_results, run_eval

@@ -11,17 +11,18 @@ from typer.testing import CliRunner
 from podium.backends.embedded import embedded_model_dir
 from podium.backends.local import LocalBackend
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.cli import app
 from podium.core.answers import ANSWER_INSTRUCTIONS
 from podium.core.budget import StopReason
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.envs import data_dir, load_domain
 from podium.errors import ConfigError
-from podium.evaluate.runner import EvalError, load_run, run_eval
-from podium.evaluate.runtime_systems import RuntimeSystem, SystemRunError
+from podium.evaluate.runner import EvalError, attempt, load_run, run_eval
 from podium.evaluate.system_config import build_system, load_system_config, system_config_from_dict
 from podium.evaluate.systems import SingleModelSystem
+from podium.graders.grader import Grader
+from podium.solve.system import System
 from tests.test_envs_runtime import USER_LINES, gold_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "systems"
@@ -49,9 +50,9 @@ def scripted_pool(replies: list[str], **extra: object) -> dict:
     }
 
 
-def build(data: dict) -> RuntimeSystem:
+def build(data: dict) -> System:
     system = build_system(system_config_from_dict(data))
-    assert isinstance(system, RuntimeSystem)
+    assert isinstance(system, System)
     return system
 
 
@@ -59,7 +60,7 @@ def test_example_system_files_build_without_loading_a_model():
     built = {path.name: build_system(load_system_config(path)) for path in sorted(EXAMPLES.glob("*.yaml"))}
     assert set(built) >= {"embedded-orchestrator.yaml", "embedded-tools-model.yaml", "http-orchestrator.yaml"}
     orchestrator = built["embedded-orchestrator.yaml"]
-    assert isinstance(orchestrator, RuntimeSystem) and orchestrator.config.policy == "serial"
+    assert isinstance(orchestrator, System) and orchestrator.config.policy == "serial"
     assert "ensemble_solver" in orchestrator.pool.registry.names()
     assert isinstance(built["embedded-single-model.yaml"], SingleModelSystem)
     served = built["http-orchestrator.yaml"]
@@ -124,8 +125,10 @@ def test_a_failing_orchestrator_is_a_system_error():
     system = build({"kind": "orchestrator", "pool": scripted_pool(["x"])})
     system.pool.backends["orch"] = ScriptedBackend([])  # no reply: the backend fails
     item = BenchmarkItem(id="q", question="?", gold="1", verifier="math")
-    with pytest.raises(SystemRunError, match="orchestrator backend failed"):
-        asyncio.run(system.solve(item))
+    assert asyncio.run(system.solve(item)).stop_reason is StopReason.ERROR
+    record = asyncio.run(attempt(system, item, 0, Grader(), "bench"))
+    assert record.error is not None and record.error.startswith("SystemRunError: item q: ")
+    assert "orchestrator backend failed" in record.error and not record.verdict.correct
 
 
 def _gsm8k(directory: Path, golds: list[int]) -> None:

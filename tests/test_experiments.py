@@ -9,13 +9,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.cli import app
-from podium.core import CallUsage, Status, ToolCall, ToolResult, Trajectory, Turn
-from podium.errors import ConfigError
 from podium.ablations import load_experiment, run_experiment
 from podium.ablations.config import merged
 from podium.ablations.runner import splits
 from podium.ablations.training import TRAINED_WORKER, teach, trained_system
+from podium.cli import app
+from podium.core import CallUsage, Status, ToolCall, ToolResult, Trajectory, Turn
+from podium.errors import ConfigError
 from podium.train.config import RewardConfig
 
 EXPERIMENTS = sorted((Path(__file__).resolve().parents[1] / "experiments").glob("*.yaml"))

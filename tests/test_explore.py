@@ -154,8 +154,8 @@ def test_decision_tokens_are_the_branching_ones() -> None:
 
 def test_the_oracle_teacher_keeps_the_cheapest_correct_path(tmp_path) -> None:
     from podium.data.collect import CollectConfig, collect
-    from podium.graders.records import read_trajectory_lines
     from podium.pool.config import PoolConfig
+    from podium.solve.records import read_trajectory_lines
 
     recording = tmp_path / "r.csv"
     rows = [("What is 2 + 2?", "False", "2 + 2 = 5\n#### 5", "True", "4"),

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import shared_data_dir
 from podium.cli import app
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import shared_data_dir
 from podium.errors import ConfigError
 from podium.evaluate.metrics import UNRECORDED_GRADER, run_metrics
 from podium.graders.grader import Grader, GradingConfig

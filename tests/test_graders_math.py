@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.answers import extract_answer
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.graders.math import MATH_GRADER, MathVerifier, grade_math
 
 needs_data = pytest.mark.skipif(not (shared_data_dir() / "math").is_dir(), reason="offline math data not present")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from podium.datasets.loaders import get_benchmark, shared_data_dir
-from podium.evaluate.rundir import LOCK_FILE, REJECTED_FILE, RunLocked, hold_run_directory
+from podium.evaluate.rundir import LOCK_FILE, RunLocked, hold_run_directory
 from podium.evaluate.runner import MANIFEST_FILE, RESULTS_FILE, EvalError, read_results, run_eval
 
 from .eval_runner import OracleSystem
@@ -97,6 +97,9 @@ def test_a_truncated_manifest_of_other_results_is_refused(tmp_path: Path) -> Non
     with pytest.raises(EvalError, match="results of other settings"):
         _run(tmp_path, OracleSystem("another", delay_s=0.0, usd_per_attempt=0.0), limit=2)
     assert _run(tmp_path, limit=2).resumed == 2
+
+
+REJECTED_FILE = "results.rejected.jsonl"
 
 
 def test_torn_and_corrupt_result_lines_are_set_aside_not_lost(tmp_path: Path) -> None:

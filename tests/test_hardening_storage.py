@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.core.budget import StopReason
 from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
 from podium.core.jsonsafe import DEPTH_MARKER, MAX_DEPTH, nesting_depth, replace_surrogates
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, Turn, read_trajectories, to_json_line, write_trajectories
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.evaluate.runner import RESULTS_FILE, read_results, run_eval
 from podium.policies import Calls, SerialPolicy
 from podium.policies.hermes import read_tool_calls

@@ -13,8 +13,8 @@ ray = pytest.importorskip("ray")
 from typer.testing import CliRunner  # noqa: E402
 
 from podium.backends.scripted import ScriptedBackend  # noqa: E402
-from podium.datasets.loaders import get_benchmark  # noqa: E402
 from podium.cli import app  # noqa: E402
+from podium.datasets.loaders import get_benchmark  # noqa: E402
 from podium.evaluate.ray_system import solving_system  # noqa: E402
 from podium.evaluate.rundir import RunLocked, hold_run_directory  # noqa: E402
 from podium.evaluate.runner import read_results, run_eval  # noqa: E402

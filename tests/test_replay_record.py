@@ -7,8 +7,8 @@ import pytest
 
 from podium.backends.replay import ReplayBackend
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import BenchmarkItem
 from podium.core.messages import Message
+from podium.datasets.items import BenchmarkItem
 from podium.evaluate.routing.data import RoutingItem
 from podium.evaluate.routing.record import record
 

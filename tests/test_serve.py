@@ -17,7 +17,8 @@ import pytest
 from podium.backends.scripted import ScriptedBackend
 from podium.core.trajectory import read_trajectories
 from podium.errors import ConfigError
-from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app, load_system_spec
+from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.solve.config import SystemConfig
 from tests.serve_fixtures import (
     ANSWER,
     CALL,
@@ -240,11 +241,11 @@ def test_an_api_key_is_required_when_configured(monkeypatch) -> None:
 
 
 def test_eval_orchestrator_files_serve_unchanged(tmp_path) -> None:
-    spec = load_system_spec("examples/systems/embedded-orchestrator.yaml")
+    spec = SystemConfig.from_file("examples/systems/embedded-orchestrator.yaml")
     assert spec.name == "embedded-orchestrator-serial" and spec.max_turns == 2
     (tmp_path / "tools.yaml").write_text(json.dumps({"kind": "tools_model"}))
-    with pytest.raises(ConfigError, match="tools_model"):
-        load_system_spec(tmp_path / "tools.yaml")
+    with pytest.raises(ConfigError, match="kind: Input should be 'orchestrator'"):
+        SystemConfig.from_file(tmp_path / "tools.yaml")
     with pytest.raises(ConfigError, match="distinct names"):
         create_orchestrator_app([system(), system()])
     with pytest.raises(ConfigError, match="PODIUM_UNSET_KEY"):

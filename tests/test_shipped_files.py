@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from podium.backends.local import LocalBackend, LocalBackendConfig
-from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.cli import app
+from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, load_system_config, system_config_from_dict
 from podium.serve.model_server import serving_in_thread

@@ -12,13 +12,14 @@ pytest.importorskip("trl")
 import torch
 from transformers import AutoModelForCausalLM
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.calls import Status
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn
+from podium.datasets.items import BenchmarkItem
 from podium.rewards.shaping import turn_shaping
+from podium.solve.jsonl import RecordError
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
-from podium.train.samples import NO_TURN, ChatFormat, TrainingDataError, single_sample
+from podium.train.samples import NO_TURN, ChatFormat, single_sample
 from podium.train.scoring import RewardScorer, Scored, group_result
 from podium.train.tasks import load_tasks
 from tests.test_train_support import arithmetic_trajectory, tiny_model, tiny_tokenizer, tool_turn
@@ -107,7 +108,7 @@ def test_tasks_file_errors_name_the_line(tmp_path) -> None:
     config = grpo_config(tmp_path)
     assert [item.gold for item in load_tasks(config)] == ["408", "442", "476", "510"]
     (tmp_path / "tasks.jsonl").write_text('{"question": "q"}\n')
-    with pytest.raises(TrainingDataError, match=r"tasks\.jsonl:1"):
+    with pytest.raises(RecordError, match=r"tasks\.jsonl:1 is not a task"):
         load_tasks(config)
 
 

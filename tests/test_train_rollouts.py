@@ -15,8 +15,8 @@ from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
 from podium.pool.config import BlindConfig, PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
-from podium.train.config import RolloutConfig
-from podium.train.rollouts import ExecutorRollouts, collect, default_pool_config
+from podium.train.config import RolloutConfig, default_rollout_pool
+from podium.train.rollouts import ExecutorRollouts, collect
 from podium.train.samples import ChatFormat, masked_spans, single_sample
 from tests.test_train_support import tiny_tokenizer
 
@@ -36,7 +36,7 @@ def orchestrator_reply(messages: list[Message]) -> str:
 @needs_bwrap
 def test_executor_rollouts_train_on_what_the_orchestrator_wrote() -> None:
     backend = ScriptedBackend([orchestrator_reply], repeat_last=True, model="policy")
-    rollouts = ExecutorRollouts(build_pool(default_pool_config()), backend, RolloutConfig(max_turns=4))
+    rollouts = ExecutorRollouts(build_pool(default_rollout_pool()), backend, RolloutConfig(max_turns=4))
     [trajectory] = asyncio.run(collect(rollouts, ["What is 123456 * 789?"], [7], [None], concurrency=2))
     assert trajectory.answer == str(123456 * 789)
     assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "user", "assistant"]
@@ -48,7 +48,7 @@ def test_executor_rollouts_train_on_what_the_orchestrator_wrote() -> None:
 
 @needs_bwrap
 def test_instances_draw_their_own_tools_and_prices() -> None:
-    pool = build_pool(default_pool_config().model_copy(update={"tools": ["python", "symbolic_math"]}))
+    pool = build_pool(default_rollout_pool().model_copy(update={"tools": ["python", "symbolic_math"]}))
     sheet = PriceCatalog(
         models={"policy": ModelPrice(input_per_mtok=1e6, output_per_mtok=0.0)},
         tools={"python": ToolPrice(per_call_usd=0.5)},
@@ -57,7 +57,7 @@ def test_instances_draw_their_own_tools_and_prices() -> None:
     rollouts = ExecutorRollouts(
         pool, ScriptedBackend([orchestrator_reply], repeat_last=True, model="policy"), config, [sheet]
     )
-    subsets = {tuple(rollouts.instance(seed)[2]) for seed in range(20)}
+    subsets = {tuple(rollouts.instance(seed)[2].allow or []) for seed in range(20)}
     assert {("python",), ("symbolic_math",), ("python", "symbolic_math")} == subsets
     instance_pool, priced_backend, _ = rollouts.instance(0)
     assert priced_backend.price.input_per_mtok == 1e6
@@ -66,7 +66,7 @@ def test_instances_draw_their_own_tools_and_prices() -> None:
     plain = ExecutorRollouts(
         pool, ScriptedBackend([orchestrator_reply], repeat_last=True, model="policy"), RolloutConfig()
     )
-    seed = next(seed for seed in range(20) if rollouts.instance(seed)[2] == ["python"])
+    seed = next(seed for seed in range(20) if rollouts.instance(seed)[2].allow == ["python"])
     [priced] = asyncio.run(collect(rollouts, ["What is 12 * 34?"], [seed], [None], 1))
     [unpriced] = asyncio.run(collect(plain, ["What is 12 * 34?"], [seed], [None], 1))
     assert priced.answer == unpriced.answer == "408"

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import yaml
 from typer.testing import CliRunner
 
-from podium.datasets.items import BenchmarkItem
 from podium.cli.train import app as train_app
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.train.config import GRPOConfig, ModelConfig, RewardConfig
 from podium.train.samples import ChatFormat, single_sample

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from podium.backends.scripted import ScriptedBackend
-from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.core.answers import extract_choice, normalize_answer
+from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.graders.code import CodeVerifier
 from podium.graders.judge import JudgeVerifier, parse_judgement
 from podium.graders.math import MathVerifier, math_equivalent

@@ -12,7 +12,7 @@ cannot expand into a huge tree (an alias bomb) that validation would then walk f
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,13 +41,16 @@ class Config(BaseModel):
     )
 
     @classmethod
-    def from_dict(cls: type[ConfigT], data: Any, *, source: str = "config") -> ConfigT:
+    def from_dict(
+        cls: type[ConfigT], data: Any, *, source: str = "config", flags: Mapping[str, str] | None = None
+    ) -> ConfigT:
         """Validate ``data`` into this config, raising :class:`ConfigError` naming the bad fields (and their lines,
-        when ``source`` is the file ``data`` was read from)."""
+        when ``source`` is the file ``data`` was read from; the flag, for fields ``flags`` maps to the command-line
+        flag that set them)."""
         try:
             return cls.model_validate(data)
         except ValidationError as error:
-            raise ConfigError(describe_validation_error(error, source, data)) from error
+            raise ConfigError(describe_validation_error(error, source, data, flags)) from error
 
     @classmethod
     def from_file(cls: type[ConfigT], path: str | Path) -> ConfigT:
@@ -60,10 +63,13 @@ class Config(BaseModel):
         return {name: field.description or "" for name, field in cls.model_fields.items()}
 
 
-def describe_validation_error(error: ValidationError, source: str, data: Any) -> str:
+def describe_validation_error(
+    error: ValidationError, source: str, data: Any, flags: Mapping[str, str] | None = None
+) -> str:
     """One line per problem, naming the field by its path in ``data`` (``workers.0.model``), with
-    ``source:line`` when ``source`` is the file ``data`` came from; pydantic's own labels (union members,
-    validator names) are left out, and so are the members of a union that the value was not meant for."""
+    ``source:line`` when ``source`` is the file ``data`` came from, or the flag when ``flags`` (dotted field →
+    flag) says a command-line flag set the field; pydantic's own labels (union members, validator names) are left
+    out, and so are the members of a union that the value was not meant for."""
     problems = [(*user_path(problem["loc"], data, missing=problem["type"] == "missing"), problem)
                 for problem in error.errors()]  # fmt: skip
     lines = [f"invalid {source}:"]
@@ -75,10 +81,20 @@ def describe_validation_error(error: ValidationError, source: str, data: Any) ->
         for prefix in _MESSAGE_PREFIXES:
             message = message.removeprefix(prefix)
         line = field_line(source, path)
-        text = f"  {source}:{line}: {field}: {message}" if line is not None else f"  {field}: {message}"
+        where = _flag_of(path, flags or {}) or (f"{source}:{line}" if line is not None else None)
+        text = f"  {where}: {field}: {message}" if where else f"  {field}: {message}"
         if text not in lines:  # the members of a union may each report the same problem
             lines.append(text)
     return "\n".join(lines)
+
+
+def _flag_of(path: list[int | str], flags: Mapping[str, str]) -> str | None:
+    """The flag that set the field at ``path`` or one of the fields holding it."""
+    for end in range(len(path), 0, -1):
+        flag = flags.get(".".join(str(part) for part in path[:end]))
+        if flag:
+            return flag
+    return None
 
 
 def user_path(location: tuple[int | str, ...], data: Any, *, missing: bool = False) -> tuple[list[int | str], bool]:

@@ -28,7 +28,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config, read_structured_file
 from podium.errors import ConfigError
-from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
+from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
 from podium.pool.pool import load_pool_config
 from podium.train.config import GRPOConfig, SFTConfig
 
@@ -236,7 +236,7 @@ def arm_errors(experiment: Experiment) -> list[ConfigError]:
     return found
 
 
-def _validate_system(system: dict[str, Any], source: str) -> SystemConfig:
+def _validate_system(system: dict[str, Any], source: str) -> EvalSystemConfig:
     """The system config, its pool file (if it names one) read and validated too."""
     config = system_config_from_dict(system, source=source)
     if isinstance(system.get("pool"), str):

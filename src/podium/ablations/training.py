@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from podium.ablations.config import Arm, Experiment, TrainingConfig
+from podium.core.trajectory import write_trajectories
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
-from podium.core.trajectory import write_trajectories
 from podium.errors import ConfigError
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, system_config_from_dict
-from podium.ablations.config import Arm, Experiment, TrainingConfig
 from podium.pool.config import WorkerConfig
-from podium.runtime.system import SystemSpec
+from podium.solve.config import SystemConfig
 from podium.train.sft import TrainResult, run_sft
 
 TRAINED_WORKER = "trained"
@@ -137,7 +137,7 @@ def teach(
 def trained_system(system: dict[str, Any], checkpoint: str, arm: str) -> dict[str, Any]:
     """The arm's evaluation system: its pool with the checkpoint as a free local worker in the orchestrator's seat,
     not offered as a tool; roles keep the pool's role worker."""
-    pool = SystemSpec(pool=system.get("pool")).pool_config()
+    pool = SystemConfig(pool=system.get("pool")).pool_config()
     worker = WorkerConfig(
         name=TRAINED_WORKER,
         backend="local",

@@ -31,7 +31,8 @@ from podium.runtime.checks import NotRunnable, Problem, run_problems
 from podium.runtime.config import RunConfig
 
 KINDS = ("system", "pool", "run", "stage", "sft", "grpo", "experiment", "prices")
-_LISTED = re.compile(r"^\s+(\S[^:]*): (.+)$")
+_LISTED = re.compile(r"^\s+(?:.+?:\d+: )?(\S[^:]*): (.+)$")
+"""A problem line of a validation error: ``  [FILE:LINE: ]field: message`` (the line is found again here)."""
 
 
 @dataclass(frozen=True)
@@ -127,9 +128,9 @@ def detect_kind(data: Any) -> str | None:
         return "pool"
     if isinstance(data.get("models"), dict) or isinstance(data.get("tools"), dict):
         return "prices"
-    from podium.data import SolverConfig
+    from podium.solve.config import SystemConfig
 
-    return "run" if keys <= set(SolverConfig.model_fields) else None
+    return "run" if keys <= set(SystemConfig.model_fields) else None
 
 
 def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None) -> tuple[str, list[Finding]]:
@@ -190,9 +191,9 @@ def _pool(findings: Findings, data: Any) -> None:
 
 
 def _run(findings: Findings, data: Any) -> None:
-    from podium.data import SolverConfig
+    from podium.solve.config import SystemConfig
 
-    config = SolverConfig.from_dict(data, source=str(findings.path))
+    config = SystemConfig.from_dict(data, source=str(findings.path))
     if isinstance(config.pool, str):
         findings.pool_file = Path(config.pool)
         chosen = load_pool_config(config.pool)
@@ -202,8 +203,7 @@ def _run(findings: Findings, data: Any) -> None:
         findings.pool_file = findings.pool
         chosen = load_pool_config(findings.pool) if findings.pool else embedded_pool_config()
     pool = build_pool(chosen)
-    run = RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
-    problems = run_problems(pool, run)
+    problems = run_problems(pool, config.run_config())
     if problems:
         raise NotRunnable(str(findings.path), problems)
     _reach(findings, list(pool.backends.values()))

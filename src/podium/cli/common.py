@@ -4,27 +4,24 @@ data stages. (Printing untrusted text and JSON Lines: :mod:`podium.cli.output`.)
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import BaseModel
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from podium.backends.base import BackendError
 from podium.cli.output import make_console, shown
-from podium.config import Config, ConfigT, read_structured_file
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
 from podium.core.printable import json_printable, printable
 from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
-from podium.errors import ConfigError, PodiumError
+from podium.errors import PodiumError
 from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
 from podium.runtime.checks import Problem, run_problems
-from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
 
 console = make_console()
@@ -33,7 +30,7 @@ BACKEND_FAILED = 3
 """Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
 
 if TYPE_CHECKING:
-    from podium.graders.records import Funnel
+    from podium.solve.records import Funnel
     from podium.train.config import GRPOConfig
 
 PoolOption = Annotated[
@@ -53,8 +50,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one 
 
 
 def fail(error: Exception, code: int = 2) -> typer.Exit:
-    """Print ``error`` and return the exit to raise."""
-    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False)
+    """Print ``error`` and return the exit to raise: the one error path of the commands (2: bad input)."""
+    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -172,27 +169,6 @@ class LiveEpisode:
         self.live.__exit__(*exc)  # type: ignore[arg-type]
 
 
-def field_option(config: type[Config], field: str, *flags: str, **extra: Any) -> Any:
-    """A Typer option for ``config.field``: the field's docstring as help and its default shown (the option itself
-    defaults to ``None``, so a value from ``--config`` is only overridden by a flag that was given)."""
-    info = config.model_fields[field]
-    text = (info.description or "").replace("``", "")
-    if info.is_required():
-        return typer.Option(*flags, help=f"{text} (required)", show_default=False, **extra)
-    default = info.get_default(call_default_factory=True)
-    shown: bool | str = False if default in (None, [], {}) or isinstance(default, BaseModel) else str(default)
-    return typer.Option(*flags, help=text, show_default=shown, **extra)
-
-
-def stage_config(config: type[ConfigT], path: Path | None, flags: dict[str, Any]) -> ConfigT:
-    """The stage config: the ``--config`` file's fields, then the flags that were given written over them."""
-    data = read_structured_file(path) if path else {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of config fields")
-    data.update({key: value for key, value in flags.items() if value is not None})
-    return config.from_dict(data, source=str(path) if path else "options")
-
-
 def missing_checkpoint(path: str | None) -> Problem | None:
     """A training config's start checkpoint (``model.path``) that is not there, naming the command that writes it
     (a checkpoint is never downloaded); ``None`` when there is none to load or it is there."""
@@ -211,16 +187,8 @@ def rollout_problems(config: "GRPOConfig") -> list[Problem]:
     from podium.backends.local import LocalBackend, LocalBackendConfig
     from podium.train.rollouts import rollout_pool
 
-    rollout = config.rollout
-    run = RunConfig(
-        policy=rollout.policy,
-        max_turns=rollout.max_turns,
-        max_tokens=rollout.max_tokens,
-        constrained="auto" if rollout.constrained else "never",
-        allow=rollout.allow,
-    )
     trained = LocalBackend(LocalBackendConfig(model=config.model.name, path=config.model.path))
-    return run_problems(rollout_pool(rollout), run, trained)
+    return run_problems(rollout_pool(config.rollout), config.rollout.run_config(), trained)
 
 
 def report_funnel(funnel: "Funnel", as_json: bool) -> None:

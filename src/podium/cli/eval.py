@@ -12,20 +12,21 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
-from podium.datasets.loaders import Benchmark, get_benchmark
+from podium.cli.common import fail
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference
 from podium.costs.prices import PriceCatalog
+from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
-from podium.evaluate.system_config import SystemConfig, load_system_config
+from podium.evaluate.system_config import EvalSystemConfig, load_system_config
 from podium.graders.grader import Grader, GradingConfig
-from podium.graders.records import tasks_benchmark
 from podium.runtime.checks import NotRunnable
 from podium.sandbox import SandboxConfig
+from podium.solve.jsonl import tasks_benchmark
 
 console = make_console()
 errors = make_console(stderr=True)
@@ -62,11 +63,6 @@ Tau2ResultsOption = Annotated[
     Path | None,
     typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
 ]
-
-
-def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
 
 
 RayOption = Annotated[
@@ -133,9 +129,9 @@ def eval_command(
             )
         _export_tau2(out, tau2_results, data_dir, quiet)
     except NotRunnable as error:  # a system that cannot produce an action: named with its file, nothing run
-        raise _fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
+        raise fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
     except PodiumError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
 
 
@@ -146,11 +142,17 @@ def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
     return get_benchmark(name) if name is not None else tasks_benchmark(tasks)  # type: ignore[arg-type]
 
 
-def _system_dump(config: SystemConfig, prices: PriceCatalog | None) -> dict[str, Any]:
-    """What the run manifest records of the system (a resume with other settings is refused). Without a grading
-    section the dump is as before grading was configurable, so old runs resume; ``--prices`` is part of it, so
-    a resume under another sheet never mixes two price sheets in one run."""
-    dump = config.model_dump(mode="json", exclude=None if config.grading else {"grading"})
+LATER_FIELDS = ("grading", "instructions")
+"""Fields system configs gained after runs were recorded: left out of the manifest while unset, so those runs
+resume."""
+
+
+def _system_dump(config: EvalSystemConfig, prices: PriceCatalog | None) -> dict[str, Any]:
+    """What the run manifest records of the system (a resume with other settings is refused). Unset
+    :data:`LATER_FIELDS` are left out, so runs recorded before them resume; ``--prices`` is part of it, so a
+    resume under another sheet never mixes two price sheets in one run."""
+    unset = {name for name in LATER_FIELDS if getattr(config, name, None) is None}
+    dump = config.model_dump(mode="json", exclude=unset)
     if prices is not None:
         dump["prices"] = prices.model_dump(mode="json")
     return dump
@@ -236,5 +238,5 @@ def report_command(
         chosen = Preference.model_validate(read_structured_file(preference)) if preference else None
         index = build_report(runs, out, baseline=baseline, preference=chosen, max_items=max_items)
     except (PodiumError, ValueError) as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     console.print(f"report: {shown(index)}", highlight=False)

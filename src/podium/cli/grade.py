@@ -19,10 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import get_benchmark
 from podium.cli.common import JsonOption, PoolOption, SandboxOption, UnisolatedOption, console, fail, open_pool
 from podium.cli.output import print_json_line, shown
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.graders.grader import Grader
 from podium.graders.judge import JudgeVerifier

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
+from podium.cli.common import fail
 from podium.cli.output import make_console, print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # needs the search extra; commands import it when they run
 app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
 
 console = make_console()
-errors = make_console(stderr=True)
+
 
 ModelOption = Annotated[
     str,
@@ -34,11 +35,6 @@ IndexTypeOption = Annotated[
     str,
     typer.Option("--index-type", help="flat (exact), hnsw (approximate) or auto (flat up to 20,000 chunks)."),
 ]
-
-
-def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {shown(error)}", highlight=False)
-    return typer.Exit(2)
 
 
 def _config(model: str, chunk_words: int, overlap_words: int, index_type: str) -> "IndexConfig":
@@ -65,7 +61,7 @@ def build(
 
         report = build_index(corpus, out, _config(model, chunk_words, overlap_words, index_type))
     except PodiumError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     console.print(
         f"indexed {report.passages} passages as {report.chunks} chunks ({report.index_type}) "
         f"into {shown(report.directory)} in {report.seconds:.1f} s",
@@ -86,7 +82,7 @@ def search(
 
         hits = PassageIndex.load(directory, query_cache_size=0).search([query], k)[0]
     except PodiumError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     if as_json:
         for rank, hit in enumerate(hits, start=1):
             print_json_line({"rank": rank, **hit.to_dict()})
@@ -116,7 +112,7 @@ def hotpot(
     try:
         report = build_hotpot_index(source or default_hotpot_source(), target, force=force)
     except PodiumError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     if report is None:
         console.print(f"index at {shown(target)} is up to date", highlight=False)
     else:

@@ -1,17 +1,21 @@
 """``podium serve``: orchestrators as OpenAI-compatible models, one episode per conversation."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from podium.backends.base import BackendError
 from podium.cli.common import errors, fail
+from podium.cli.fields import Flags, config_options, load_config
 from podium.errors import PodiumError
-from podium.runtime.checks import require_runnable
-from podium.runtime.system import OrchestratorSystem, SystemSpec
+from podium.serve.http import run_app
+from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.solve.config import SystemConfig
+from podium.solve.system import System
 
 
+@config_options(ServeConfig, ("max_concurrent", "max_queued", "api_key_env", "trace", "request_log"))
 def serve_command(
     system: Annotated[
         list[Path] | None,
@@ -27,43 +31,19 @@ def serve_command(
         Path | None,
         typer.Option("--config", help="ServeConfig file (YAML/JSON): queue, keys with daily USD limits, logs."),
     ] = None,
-    max_concurrent: Annotated[
-        int | None, typer.Option("--max-concurrent", min=1, help="Responses worked on at once (default 4).")
-    ] = None,
-    max_queued: Annotated[
-        int | None, typer.Option("--max-queued", min=0, help="Requests waiting for a slot; more get 429 (default 64).")
-    ] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option("--api-key-env", help="Env variable holding the key clients must send.")
-    ] = None,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Append every trajectory to this JSONL.")] = None,
-    request_log: Annotated[
-        str | None, typer.Option("--request-log", help="Append JSON request logs to this file ('-': stderr).")
-    ] = None,
+    *,
+    flags: Flags,
 ) -> None:
     """Serve orchestrators as an OpenAI-compatible API: /v1/models lists them, /v1/chat/completions runs a
     conversation as an episode (client tools, streamed steps, sampling parameters; extra field `podium` for
     budget and preference), /metrics reports in Prometheus format."""
-    from podium.serve.http import run_app
-    from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app, load_system_spec
-
-    flags: dict[str, Any] = {
-        "max_concurrent": max_concurrent,
-        "max_queued": max_queued,
-        "api_key_env": api_key_env,
-        "trace": None if trace is None else str(trace),
-        "request_log": request_log,
-    }
     try:
-        base = ServeConfig.from_file(config) if config is not None else ServeConfig()
-        settings = ServeConfig.from_dict(
-            {**base.model_dump(), **{key: value for key, value in flags.items() if value is not None}},
-            source="podium serve options",
-        )
-        specs = [load_system_spec(path) for path in system] if system else [SystemSpec()]
-        systems = [OrchestratorSystem.build(spec) for spec in specs]
-        for path, built in zip(system or ["the embedded orchestrator"], systems, strict=True):
-            require_runnable(built.pool, built.config, str(path))  # one that cannot answer never starts serving
+        settings = load_config(ServeConfig, config, flags)
+        # a system that cannot answer never starts serving
+        if system:
+            systems = [System.build(SystemConfig.from_file(path), source=str(path)) for path in system]
+        else:
+            systems = [System.build(SystemConfig(), source="the embedded orchestrator")]
         app = create_orchestrator_app(systems, settings)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error

@@ -11,7 +11,6 @@ from podium.data.curriculum import CurriculumConfig, curriculum
 from podium.data.difficulty import DifficultyConfig, filter_rl
 from podium.data.failures import ClassifyConfig, classify_failures
 from podium.data.preferences import PreferenceConfig, propose_preferences, read_preferences
-from podium.data.solver import SolverConfig
 from podium.data.store import DataError
 from podium.data.synth import SynthConfig, synthesize_domain
 
@@ -22,7 +21,6 @@ __all__ = [
     "DataError",
     "DifficultyConfig",
     "PreferenceConfig",
-    "SolverConfig",
     "SynthConfig",
     "classify_failures",
     "collect",

@@ -20,13 +20,15 @@ from podium.data.constraints import read_constraints
 from podium.data.eval_input import rows_from_eval
 from podium.data.funnel import FunnelBuilder
 from podium.data.selection import balance_tools, per_question
-from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import DataError, WorkLog, write_jsonl
+from podium.data.store import DataError
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
 from podium.graders.grader import Grader
-from podium.graders.records import DataRow, FilterDecision, Funnel
 from podium.runtime.explore import MAX_PATHS
+from podium.solve.config import SystemConfig
+from podium.solve.jsonl import JsonlLog, write_jsonl
+from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "collect"
 
@@ -34,7 +36,7 @@ STAGE = "collect"
 class CollectConfig(ItemSource, StageSettings):
     """Teacher trajectories for SFT (ParaManager)."""
 
-    teacher: SolverConfig = Field(default_factory=SolverConfig)
+    teacher: SystemConfig = Field(default_factory=SystemConfig)
     """The teacher orchestrator (any pool member or endpoint as orchestrator, under any policy)."""
     from_eval: list[str] = Field(default_factory=list)
     """``podium eval`` run directories or results files to select from instead of running the teacher."""
@@ -158,7 +160,7 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
         solver.check(items)
         grader = Grader(data_dir=config.data_dir)
         stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
-        log = WorkLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
+        log = JsonlLog(out / "work" / "attempts.jsonl", ItemAttempts, lambda unit: unit.item_id)
         stage.runner.charge(sum(row.trajectory.usage.usd for unit in log.values() for row in unit.rows))
         done = await stage.runner.run(
             "teacher attempts",
@@ -167,7 +169,9 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
             lambda entry: collect_item(solver, grader, entry, config),
             log,
             cost=lambda unit: sum(row.trajectory.usage.usd for row in unit.rows),
-            bound=(config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples),
+            bound=lambda _entry: (
+                (config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples) or None
+            ),
         )
         funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(done)})
         rows = [row for unit in done for row in unit.rows]

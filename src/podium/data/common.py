@@ -9,9 +9,9 @@ from pydantic import PositiveFloat, PositiveInt
 
 from podium.config import Config
 from podium.data.funnel import FunnelBuilder, save_funnel, why_empty
-from podium.data.runner import StageRunner
 from podium.data.store import check_stage
-from podium.graders.records import Funnel
+from podium.solve.records import Funnel
+from podium.solve.runner import BatchRunner
 
 RUN_SETTINGS = frozenset({"out", "concurrency", "max_usd", "limit"})
 """Settings a resumed stage may change; any other change needs a new output directory."""
@@ -37,7 +37,7 @@ class Stage:
 
     name: str
     out: Path
-    runner: StageRunner
+    runner: BatchRunner
 
 
 def open_stage(out: Path, name: str, config: Config, *, progress: bool = True) -> Stage:
@@ -45,7 +45,7 @@ def open_stage(out: Path, name: str, config: Config, *, progress: bool = True) -
     settings = config.model_dump(mode="json", exclude=set(RUN_SETTINGS))
     check_stage(out, name, settings)
     concurrency = getattr(config, "concurrency", 4)
-    runner = StageRunner(concurrency=concurrency, max_usd=getattr(config, "max_usd", None), progress=progress)
+    runner = BatchRunner(concurrency=concurrency, max_usd=getattr(config, "max_usd", None), progress=progress)
     return Stage(name, out, runner)
 
 

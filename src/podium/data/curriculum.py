@@ -17,20 +17,21 @@ from pathlib import Path
 
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.record import Record
 from podium.data.common import Stage, StageSettings, finish_stage, open_stage
 from podium.data.constraints import read_constraints
 from podium.data.funnel import FunnelBuilder
 from podium.data.pools import PoolCache
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, SolverConfig, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade, sample_seed
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
+from podium.datasets.items import BenchmarkItem
 from podium.graders.grader import Grader
-from podium.graders.records import DataRow, FilterDecision, Funnel
+from podium.solve.config import SystemConfig
+from podium.solve.jsonl import JsonlLog, write_jsonl
+from podium.solve.records import DataRow, FilterDecision, Funnel
 
 STAGE = "curriculum"
 
@@ -38,11 +39,11 @@ STAGE = "curriculum"
 class CurriculumConfig(ItemSource, StageSettings):
     """Uno's verifier-gated split of a task pool into SFT and RL data."""
 
-    cold_start: SolverConfig = Field(default_factory=SolverConfig)
+    cold_start: SystemConfig = Field(default_factory=SystemConfig)
     """π0: the untrained router (an orchestrator configuration)."""
-    teacher: SolverConfig = Field(default_factory=SolverConfig)
+    teacher: SystemConfig = Field(default_factory=SystemConfig)
     """π*: the teacher orchestrator."""
-    fallback: list[SolverConfig] = Field(default_factory=list)
+    fallback: list[SystemConfig] = Field(default_factory=list)
     """Stronger teachers tried in order on the RL questions left; a success promotes the question to SFT."""
     attempts: PositiveInt = 3
     """k of the pass@k probes (Uno: 3), also the attempts of each fallback teacher."""
@@ -119,7 +120,7 @@ class Curriculum:
         temperatures: dict[str, list[float]],
     ) -> dict[str, Attempts]:
         """Run (or resume) one phase over ``item_ids``; ``temperatures`` per question."""
-        log = WorkLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
+        log = JsonlLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
         self.stage.runner.charge(sum(unit.usd for unit in log.values()))
         entries = [self.items[item_id] for item_id in item_ids]
         bound = (solver.config.max_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
@@ -130,7 +131,7 @@ class Curriculum:
             lambda entry: self.attempt(solver, phase, distillation, entry, temperatures[entry.item.id]),
             log,
             cost=lambda unit: unit.usd,
-            bound=bound,
+            bound=lambda _entry: bound or None,
         )
         return {unit.item_id: unit for unit in done}
 

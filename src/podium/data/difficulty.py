@@ -15,13 +15,14 @@ from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, SolverConfig, grade, sample_seed, worker_solver
+from podium.data.solver import Solver, grade, sample_seed, worker_solver
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
-from podium.data.store import WorkLog, write_jsonl
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
 from podium.graders.grader import Grader
-from podium.graders.records import FilterDecision, Funnel
+from podium.solve.config import SystemConfig
+from podium.solve.jsonl import JsonlLog, write_jsonl
+from podium.solve.records import FilterDecision, Funnel
 
 STAGE = "filter-rl"
 
@@ -29,7 +30,7 @@ STAGE = "filter-rl"
 class DifficultyConfig(ItemSource, StageSettings):
     """The difficulty band filter of an RL set."""
 
-    solver: SolverConfig = Field(default_factory=lambda: worker_solver(None, None))
+    solver: SystemConfig = Field(default_factory=lambda: worker_solver(None, None))
     """Who answers: by default a worker alone (no tools, one turn); any orchestrator configuration works."""
     samples: PositiveInt = 8
     """Answers per question (ParaManager: 8)."""
@@ -102,7 +103,7 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
     preferences = read_preferences(config.preferences) if config.preferences else []
     stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
     funnel = FunnelBuilder(STAGE)
-    log = WorkLog(out / "work" / "rates.jsonl", PassRate, lambda unit: unit.item_id)
+    log = JsonlLog(out / "work" / "rates.jsonl", PassRate, lambda unit: unit.item_id)
     stage.runner.charge(sum(unit.usd for unit in log.values()))
     rates = await stage.runner.run(
         f"sampling {solver.model}",
@@ -111,7 +112,7 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
         lambda entry: pass_rate(solver, grader, entry, config),
         log,
         cost=lambda unit: unit.usd,
-        bound=(config.solver.max_usd or 0.0) * config.samples,
+        bound=lambda _entry: (config.solver.max_usd or 0.0) * config.samples or None,
     )
     funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(rates)})
     kept = funnel.apply("pass rate band", "questions", rates, lambda rate: _band_reason(rate, config))

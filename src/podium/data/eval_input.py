@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.data.provenance import podium_version, short_hash
 from podium.data.store import DataError
-from podium.graders.records import DataRow, GradedTrajectory, Provenance, RecordError, read_graded, read_jsonl
+from podium.datasets.loaders import BenchmarkError, get_benchmark
+from podium.solve.jsonl import RecordError, read_jsonl
+from podium.solve.records import DataRow, GradedTrajectory, Provenance, read_graded
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "manifest.json"

@@ -27,10 +27,10 @@ from podium.data.eval_input import read_rows
 from podium.data.funnel import FunnelBuilder
 from podium.data.llm import Prompt, StepModel, ask_json, load_prompt, request_bound
 from podium.data.provenance import podium_version
-from podium.data.store import WorkLog, write_jsonl, write_text_atomic
 from podium.data.traces import infrastructure_failure, render_trace
-from podium.graders.records import DataRow, Funnel, Provenance
 from podium.pool.config import PoolConfig
+from podium.solve.jsonl import JsonlLog, write_atomically, write_jsonl
+from podium.solve.records import DataRow, Funnel, Provenance
 
 STAGE = "classify-failures"
 CATEGORIES = ("information_loss", "premature_aggregation", "format_mismatch", "delegation_scope_error")
@@ -268,7 +268,7 @@ async def classify_failures(
         Counter(f"by rule: {entry.category}" for entry in ruled.values() if entry is not None),
     )
     pending = [row for row in failures if ruled[row.id] is None]
-    log = WorkLog(out / "work" / "classifications.jsonl", Classification, lambda entry: entry.id)
+    log = JsonlLog(out / "work" / "classifications.jsonl", Classification, lambda entry: entry.id)
     stage.runner.charge(sum(entry.usd for entry in log.values()))
     done = await stage.runner.run(
         "classifying failures",
@@ -277,7 +277,7 @@ async def classify_failures(
         classifier.by_llm,
         log,
         cost=lambda entry: entry.usd,
-        bound=max((classifier.bound(row) for row in pending), default=0.0),
+        bound=lambda row: classifier.bound(row) or None,
     )
     funnel.count(
         "LLM classifier (checked)",
@@ -295,7 +295,7 @@ async def classify_failures(
         seen,
         {f"seen fewer than {config.min_count} times": seen - len(constraints.constraints)},
     )
-    write_text_atomic(out / "constraints.json", constraints.model_dump_json(indent=2) + "\n")
+    write_atomically(out / "constraints.json", constraints.model_dump_json(indent=2) + "\n")
     outputs = {"classifications.jsonl": write_jsonl(out / "classifications.jsonl", results)}
     outputs["constraints.json"] = len(constraints.constraints)
     return finish_stage(stage, funnel, outputs, ["classifications.jsonl"])

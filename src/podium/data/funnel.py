@@ -13,8 +13,8 @@ from rich.text import Text
 
 from podium import __version__
 from podium.core.printable import printable
-from podium.data.store import write_text_atomic
-from podium.graders.records import FUNNEL_FILE, Funnel, FunnelStep
+from podium.solve.jsonl import write_atomically
+from podium.solve.records import FUNNEL_FILE, Funnel, FunnelStep
 
 V = TypeVar("V")
 
@@ -89,7 +89,7 @@ def why_empty(steps: Sequence[FunnelStep], products: Sequence[str], notes: Seque
 def save_funnel(out: Path, funnel: Funnel) -> Path:
     """Write ``funnel.json`` into the stage directory ``out``."""
     path = out / FUNNEL_FILE
-    write_text_atomic(path, funnel.model_dump_json(indent=2) + "\n")
+    write_atomically(path, funnel.model_dump_json(indent=2) + "\n")
     return path
 
 

@@ -25,8 +25,9 @@ from podium.data.llm import StepModel, ask_json, load_prompt, request_bound
 from podium.data.pools import PoolCache, pool_config, shared_pool
 from podium.data.preference_rules import PoolTool, pool_tools, rule_problems
 from podium.data.provenance import podium_version
-from podium.data.store import DataError, WorkLog, write_jsonl
-from podium.graders.records import FilterDecision, Funnel, Provenance, RecordError, read_jsonl
+from podium.data.store import DataError
+from podium.solve.jsonl import JsonlLog, RecordError, read_jsonl, write_jsonl
+from podium.solve.records import FilterDecision, Funnel, Provenance
 
 STAGE = "preferences"
 CHECK_TOKENS = 160
@@ -293,9 +294,10 @@ async def propose_preferences(
     stage = open_stage(out, STAGE, config, progress=progress)  # only once the inputs are known to be good
     funnel = FunnelBuilder(STAGE)
     requests = list(range(math.ceil(config.pairs / config.per_request)))
-    proposals_log = WorkLog(out / "work" / "proposals.jsonl", Proposal, lambda unit: str(unit.index))
-    checks_log = WorkLog(out / "work" / "checks.jsonl", Check, lambda unit: unit.id)
+    proposals_log = JsonlLog(out / "work" / "proposals.jsonl", Proposal, lambda unit: str(unit.index))
+    checks_log = JsonlLog(out / "work" / "checks.jsonl", Check, lambda unit: unit.id)
     stage.runner.charge(sum(unit.usd for unit in [*proposals_log.values(), *checks_log.values()]))
+    proposal_bound = proposer.propose_bound() or None  # every request asks for the same number of pairs
     proposals = await stage.runner.run(
         "proposing",
         requests,
@@ -303,7 +305,7 @@ async def propose_preferences(
         proposer.propose,
         proposals_log,
         cost=lambda unit: unit.usd,
-        bound=proposer.propose_bound(),
+        bound=lambda _index: proposal_bound,
     )
     unsent = ["not sent: USD cap reached"] * (len(requests) - len(proposals))
     empty = [f"gave no pairs: {unit.reason.split(':')[0]}" for unit in proposals if not unit.pairs]
@@ -317,7 +319,7 @@ async def propose_preferences(
         proposer.check,
         checks_log,
         cost=lambda unit: unit.usd,
-        bound=max((proposer.check_bound(pair) for pair in ruled), default=0.0),
+        bound=lambda pair: proposer.check_bound(pair) or None,
     )
     kept = llm_check(funnel, ruled, checks)
     train, held_out = split(kept, config.eval_fraction, config.seed)

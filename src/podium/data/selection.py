@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from podium.data.traces import recovered_from, tool_counts
-from podium.graders.records import DataRow
+from podium.solve.records import DataRow
 
 
 def turn_costs(row: DataRow) -> tuple[float, ...]:

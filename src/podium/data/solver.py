@@ -1,56 +1,31 @@
-"""Solvers: an orchestrator over a pool (a teacher, a cold-start policy, a worker sampled for pass rates) that
-attempts items through :class:`podium.runtime.Executor`, the code path of ``podium run`` and ``podium eval``; and
-the grading of each attempt into a :class:`~podium.graders.records.DataRow` with its provenance.
-
-Tool-use (tau2) items are played as a conversation with the simulated user, as evaluation plays them.
-"""
+"""Solvers: an orchestrator system (a teacher, a cold-start policy, a worker sampled for pass rates) attempting
+items through :meth:`podium.solve.system.System.solve`, the code path of ``podium eval``, rollouts and serving;
+and the grading of each attempt into a :class:`~podium.solve.records.DataRow` with its provenance."""
 
 from collections.abc import Sequence
-from typing import Literal
 
-from pydantic import Field
-
-from podium.backends.base import BackendError, ChatBackend
-from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
+from podium.backends.base import BackendError
 from podium.core.budget import StopReason
 from podium.core.trajectory import Trajectory
-from podium.data.pools import PoolCache, pool_config, shared_pool
+from podium.data.pools import PoolCache, shared_pool
 from podium.data.provenance import podium_version, pool_hash, prices_hash
 from podium.data.sources import SourcedItem
 from podium.data.store import DataError
-from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
-from podium.envs.domain import load_domain
+from podium.envs.conversation import CONVERSATION_POLICIES
 from podium.errors import PodiumError
 from podium.graders.grader import Grader, gold_text
-from podium.graders.records import DataRow, Provenance
 from podium.graders.verdict import Verdict
 from podium.pool.config import PoolConfig
-from podium.runtime import Executor, RunConfig
-from podium.runtime.checks import require_runnable
-from podium.runtime.explore import explore
+from podium.solve.config import SystemConfig
+from podium.solve.records import DataRow, Provenance
+from podium.solve.system import System
 
 CONSTRAINTS_HEADER = "Constraints learned from earlier failed attempts (follow them):"
 
 
-class SolverConfig(RunConfig):
-    """An orchestrator over a pool: every field of the run config, the pool and the simulated user. A
-    ``podium eval`` system file of kind ``orchestrator`` is a valid solver file."""
-
-    kind: Literal["orchestrator"] = "orchestrator"
-    """Accepted so that an evaluation system file serves here unchanged."""
-    name: str | None = None
-    """Name in provenance; default ``<policy>:<orchestrator model>``."""
-    pool: str | PoolConfig | None = None
-    """Pool YAML path or an inline pool; default: the embedded offline pool."""
-    user: UserSimulatorConfig = Field(default_factory=UserSimulatorConfig)
-    """The simulated user of tool-use (tau2) items."""
-    instructions: str | None = None
-    """Text added to the orchestrator's system prompt (for instance a domain note)."""
-
-
-def worker_solver(pool: str | PoolConfig | None, worker: str | None, **settings: object) -> SolverConfig:
+def worker_solver(pool: str | PoolConfig | None, worker: str | None, **settings: object) -> SystemConfig:
     """A worker answering alone: the worker as orchestrator, no tools, one turn, unconstrained."""
-    return SolverConfig(
+    return SystemConfig(
         pool=pool,
         orchestrator=worker,
         allow=[],
@@ -66,78 +41,44 @@ def constraint_text(constraints: Sequence[str]) -> str:
 
 
 class Solver:
-    """Attempts items with one orchestrator configuration."""
+    """A system as a data stage uses it: its attempts at sourced items and the provenance of its rows."""
 
     def __init__(
-        self, config: SolverConfig, *, constraints: Sequence[str] = (), pools: PoolCache | None = None
+        self, config: SystemConfig, *, constraints: Sequence[str] = (), pools: PoolCache | None = None
     ) -> None:
-        chosen = pool_config(config.pool)
+        chosen = config.pool_config()
+        if constraints:
+            joined = "\n\n".join(filter(None, [config.instructions, constraint_text(constraints)]))
+            config = config.model_copy(update={"instructions": joined})
         self.config = config
-        self.pool = shared_pool(chosen, pools)
-        self.run_config = RunConfig.model_validate(config.model_dump(include=set(RunConfig.model_fields)))
-        executor = Executor(self.pool, self.run_config)  # checks the orchestrator and summarizer names now
-        self.model = executor.orchestrator.model
-        self.name = config.name or f"{self.run_config.policy}:{self.model}"
-        require_runnable(self.pool, self.run_config, f"solver {self.name}")
-        notes = [text for text in (config.instructions, constraint_text(constraints) if constraints else None) if text]
-        self.instructions = "\n\n".join(notes) or None
+        self.system = System.build(config, pool=shared_pool(chosen, pools))
+        self.name = self.system.name
+        self.model = self.system.model
         self.pool_hash = pool_hash(chosen)
-        self.prices_hash = prices_hash(self.pool.prices)
+        self.prices_hash = prices_hash(self.system.pool.prices)
 
     def check(self, items: Sequence[SourcedItem]) -> None:
         """Refuse up front items this solver cannot attempt (tool-use items need a conversational policy)."""
-        if self.run_config.policy not in CONVERSATION_POLICIES and any(
-            entry.item.verifier == "environment" for entry in items
-        ):
-            raise DataError(f"solver {self.name}: tool-use items need the policy {sorted(CONVERSATION_POLICIES)}")
+        if any(not self.system.supports(entry.item.verifier) for entry in items):
+            policies = sorted(CONVERSATION_POLICIES)
+            raise DataError(f"solver {self.name}: tool-use items need the policy {policies}")
 
-    async def attempt(
-        self, entry: SourcedItem, *, temperature: float, seed: int, orchestrator: ChatBackend | None = None
-    ) -> Trajectory:
-        """One episode on the item (``orchestrator`` in place of the configured one, as exploring does); a failing
-        backend gives a trajectory that stopped with ``error``."""
-        update: dict[str, object] = {"temperature": temperature}
-        if orchestrator is not None:
-            update["constrained"] = "always"  # a path follower offers the policy's choices, not free text
-        config = self.run_config.model_copy(update=update)
-        item = entry.item
-        metadata = {"item_id": item.id, "source": entry.source}
+    async def attempt(self, entry: SourcedItem, *, temperature: float, seed: int) -> Trajectory:
+        """One episode on the item; a failing simulated user gives a trajectory that stopped with ``error``."""
         try:
-            if item.verifier == "environment":
-                domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
-                guidance = "\n\n".join(filter(None, [ANSWER_INSTRUCTIONS["environment"], self.instructions]))
-                episode = await run_task(
-                    self.pool,
-                    config,
-                    domain,
-                    domain.task(str(item.gold)),
-                    user=self.config.user,
-                    guidance=guidance,
-                    metadata=metadata,
-                )
-                return episode.trajectory
-            trajectory = await Executor(self.pool, config, orchestrator=orchestrator).run(
-                f"{item.question}\n\n{ANSWER_INSTRUCTIONS[item.verifier]}",
-                seed=seed,
-                instructions=self.instructions,
-                metadata=metadata,
+            return await self.system.solve(entry.item, seed=seed, temperature=temperature, metadata=self._source(entry))
+        except BackendError as error:
+            return Trajectory(
+                question=entry.item.question, stop_reason=StopReason.ERROR, metadata={"error": str(error)}
             )
-        except BackendError as error:  # the simulated user's model failed
-            return Trajectory(question=item.question, stop_reason=StopReason.ERROR, metadata={"error": str(error)})
-        raw = trajectory.answer
-        trajectory.answer = None if raw is None else extract_answer(raw, item.verifier)
-        trajectory.metadata["raw_answer"] = raw
-        return trajectory
 
     async def explore(self, entry: SourcedItem, *, seed: int) -> list[Trajectory]:
         """Every path of the item's action tree, each played once (:mod:`podium.runtime.explore`)."""
-        if entry.item.verifier == "environment":
-            raise DataError(f"item {entry.item.id}: tool-use episodes cannot be explored path by path")
+        return await self.system.explore(entry.item, seed=seed, temperature=0.0, metadata=self._source(entry))
 
-        async def play(backend: ChatBackend) -> Trajectory:
-            return await self.attempt(entry, temperature=0.0, seed=seed, orchestrator=backend)
-
-        return await explore(play)
+    @staticmethod
+    def _source(entry: SourcedItem) -> dict[str, str]:
+        return {"source": entry.source}
 
     def provenance(self, stage: str, entry: SourcedItem, *, temperature: float, seed: int, **extra: str) -> Provenance:
         return Provenance(
@@ -148,7 +89,7 @@ class Solver:
             solver=self.name,
             temperature=temperature,
             seed=seed,
-            policy=self.run_config.policy,
+            policy=self.system.config.policy,
             pool_hash=self.pool_hash,
             prices_hash=self.prices_hash,
             podium_version=podium_version(),

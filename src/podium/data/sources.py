@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import Field, PositiveInt, model_validator
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import BenchmarkError, get_benchmark
 from podium.config import Config
 from podium.data.store import DataError
-from podium.graders.records import RecordError, read_jsonl, read_tasks
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import BenchmarkError, get_benchmark
+from podium.solve.jsonl import RecordError, read_jsonl, read_tasks
 
 
 class ItemSource(Config):

@@ -5,10 +5,10 @@ ToolOrchestra's reward (``metadata.preference``, which the trainer gives the epi
 import hashlib
 from typing import Any
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.data.sources import SourcedItem
-from podium.graders.records import FilterDecision, Provenance
+from podium.datasets.items import BenchmarkItem
+from podium.solve.records import FilterDecision, Provenance
 
 
 def pick_preference(preferences: list[Preference], seed: int, item_id: str) -> Preference | None:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.core.answers import VerifierKind
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.errors import MissingExtraError, PodiumError
 
 DATA_ENV_VARS = ("PODIUM_DATA", "PODIUM_DATA_DIR")

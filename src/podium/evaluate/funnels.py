@@ -1,10 +1,10 @@
 """Funnels of ``podium data`` stages in the HTML report. They are read as data (the
-:class:`~podium.graders.records.Funnel` record of ``funnel.json``), never by importing the data stages."""
+:class:`~podium.solve.records.Funnel` record of ``funnel.json``), never by importing the data stages."""
 
 import html
 from pathlib import Path
 
-from podium.graders.records import FUNNEL_FILE, Funnel, read_funnel
+from podium.solve.records import FUNNEL_FILE, Funnel, read_funnel
 
 
 def is_funnel(path: Path) -> bool:

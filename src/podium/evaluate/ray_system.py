@@ -6,12 +6,12 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
-from podium.evaluate.system_config import SystemConfig, build_system, system_config_from_dict
+from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
 from podium.evaluate.systems import System, attempt_bound
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 
@@ -46,7 +46,7 @@ class RaySystem:
 
 @contextmanager
 def solving_system(
-    config: SystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
+    config: EvalSystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
 ) -> Iterator[System]:
     """The system ``config`` describes, built here (its pool priced by ``prices`` merged over its own sheet); with
     a Ray address (``local``, ``auto``, ``HOST:PORT``) its samples are solved by replicas on that cluster, stopped

@@ -9,7 +9,7 @@ hosts sharing the directory over NFS are not kept apart.
 
 **Repairs.** Files are replaced through a temporary file, fsync and rename, so a kill leaves the old or the new
 version. Lines of ``results.jsonl`` that cannot be read are moved to ``results.rejected.jsonl`` rather than
-deleted, so a repair never destroys data silently.
+deleted, so a repair never destroys data silently (:class:`~podium.solve.jsonl.JsonlLog`).
 """
 
 import fcntl
@@ -24,7 +24,6 @@ from pathlib import Path
 from podium.errors import PodiumError
 
 LOCK_FILE = "eval.lock"
-REJECTED_FILE = "results.rejected.jsonl"
 
 
 class RunLocked(PodiumError):
@@ -63,22 +62,3 @@ def _holder(text: str) -> str:
         return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}"
     except (ValueError, TypeError, KeyError):
         return "its holder has not written its name yet"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new content."""
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
-def set_aside(out: Path, lines: list[bytes]) -> None:
-    """Keep unreadable result lines in ``REJECTED_FILE`` (appended, one per line) before they leave the results."""
-    if lines:
-        with (out / REJECTED_FILE).open("ab") as handle:
-            handle.write(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())

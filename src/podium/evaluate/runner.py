@@ -1,9 +1,10 @@
 """Resumable evaluation runs: items × samples solved concurrently, each result appended as it finishes.
 
 A run directory holds ``manifest.json`` (benchmark, system, settings) and ``results.jsonl`` (one
-:class:`~podium.graders.records.GradedTrajectory` per finished (item, sample)). Rerunning the same command
-resumes: finished samples are skipped and never written twice. A process killed mid-write leaves at most a torn
-last line; it is detected and dropped (the file is rewritten without it) before anything new is appended.
+:class:`~podium.solve.records.GradedTrajectory` per finished (item, sample)), the log of a
+:class:`~podium.solve.runner.BatchRunner`. Rerunning the same command resumes: finished samples are skipped and
+never written twice. A process killed mid-write leaves at most a torn last line; it is detected and set aside in
+``results.rejected.jsonl`` (the file is rewritten without it) before anything new is appended.
 
 One process at a time evaluates into a directory (``eval.lock``; a second one stops and names the holder), an
 unreadable manifest is rewritten from the run's settings when the results it keeps belong to them, and every
@@ -11,42 +12,30 @@ record is checked to read back before it is written, so no attempt is re-run and
 because its line cannot be read (:mod:`podium.evaluate.rundir`).
 """
 
-import asyncio
 import logging
-import os
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.core.budget import StopReason
 from podium.core.preference import Preference
 from podium.core.record import Record
-from podium.core.trajectory import Trajectory, to_json_line
-from podium.costs.ledger import RunCap
+from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
+from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
-from podium.evaluate.rundir import REJECTED_FILE, hold_run_directory, set_aside, write_atomically
+from podium.evaluate.rundir import hold_run_directory
 from podium.evaluate.systems import System, attempt_bound
 from podium.graders.grader import Grader, gold_text
-from podium.graders.records import GradedTrajectory as EvalRecord
-from podium.graders.records import read_graded as read_results
-from podium.graders.records import scan_graded
 from podium.graders.verdict import Verdict
+from podium.solve.jsonl import JsonlLog, rejected_path, write_atomically
+from podium.solve.records import GradedTrajectory as EvalRecord
+from podium.solve.records import read_graded as read_results
+from podium.solve.runner import BatchRunner
 
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
@@ -55,6 +44,10 @@ log = logging.getLogger(__name__)
 
 class EvalError(PodiumError):
     """An evaluation cannot start or resume (mismatched settings, unsupported benchmark)."""
+
+
+class SystemRunError(PodiumError):
+    """A system could not finish an attempt for infrastructure reasons (the orchestrator's backend failed)."""
 
 
 class RunManifest(Record):
@@ -105,18 +98,6 @@ class EvalSummary(Record):
         return self.correct / self.done if self.done else 0.0
 
 
-def repair_results(path: str | Path) -> tuple[list[EvalRecord], int]:
-    """Read a results file and, if any line was unusable or the last line unterminated, rewrite it atomically
-    with only the good records, so new lines are never appended to a torn one; unusable lines are kept in
-    ``results.rejected.jsonl``."""
-    path = Path(path)
-    records, unusable = scan_graded(path)
-    if path.exists() and (unusable or (path.stat().st_size and not path.read_bytes().endswith(b"\n"))):
-        set_aside(path.parent, unusable)
-        write_atomically(path, "".join(to_json_line(record) for record in records))
-    return records, len(unusable)
-
-
 def check_manifest(out: Path, manifest: RunManifest, records: list[EvalRecord]) -> str | None:
     """Save the manifest of a new run, or refuse to resume a run made with other settings; a run with no
     ``records`` yet (one that failed before its first result) is taken over. An unreadable manifest (empty,
@@ -158,19 +139,14 @@ def _same_settings(out: Path, saved: RunManifest, manifest: RunManifest) -> None
         raise EvalError(f"{out} holds a run with other settings ({details}); use another --out to start a new run")
 
 
-def storable_line(record: EvalRecord) -> str:
-    """The JSON line of ``record``, checked to read back. A record that would not (a trajectory holding a value
-    JSON cannot carry) is stored with an empty trajectory that says why, keeping its answer and verdict, so
-    that resuming does not run and pay for it again."""
-    try:
-        line = to_json_line(record)
-        EvalRecord.model_validate_json(line)
-        return line
-    except ValueError as error:  # pydantic's serialization and validation errors are ValueErrors
-        reason = f"the trajectory could not be stored: {str(error)[:300]}"
-        log.warning("%s, sample %s: %s", record.item_id, record.sample, reason)
-        stub = Trajectory(question=record.trajectory.question, answer=record.answer, metadata={"storage_error": reason})
-        return to_json_line(record.model_copy(update={"trajectory": stub}))
+def storable(record: EvalRecord, error: str) -> EvalRecord:
+    """A record whose line would not read back (a trajectory holding a value JSON cannot carry), stored with an
+    empty trajectory that says why, keeping its answer and verdict, so that resuming does not run and pay for it
+    again."""
+    reason = f"the trajectory could not be stored: {error}"
+    log.warning("%s, sample %s: %s", record.item_id, record.sample, reason)
+    stub = Trajectory(question=record.trajectory.question, answer=record.answer, metadata={"storage_error": reason})
+    return record.model_copy(update={"trajectory": stub})
 
 
 def with_preferences(items: list[BenchmarkItem], preferences: Sequence[Preference]) -> list[BenchmarkItem]:
@@ -195,11 +171,14 @@ def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> 
 
 
 async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
-    """Solve and grade one sample; a system failure (a :class:`PodiumError`) becomes an error record."""
+    """Solve and grade one sample; a system failure (a :class:`PodiumError`, or an episode its backend ended with
+    ``error``) becomes an error record."""
     started = time.perf_counter()
     error: str | None = None
     try:
         trajectory = await system.solve(item)
+        if trajectory.stop_reason is StopReason.ERROR:
+            raise SystemRunError(f"item {item.id}: {trajectory.metadata.get('error', 'the orchestrator failed')}")
     except PodiumError as failure:
         trajectory = _failed_trajectory(item, failure, time.perf_counter() - started)
         error = trajectory.metadata["error"]
@@ -218,21 +197,6 @@ async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grad
         wall_s=trajectory.wall_s,
         error=error,
         trajectory=trajectory,
-    )
-
-
-def _progress(enabled: bool) -> Progress:
-    """The bar of a run on stderr: done/total, accuracy so far, USD spent, elapsed time and ETA."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("acc {task.fields[accuracy]:.3f}  ${task.fields[usd]:.4f}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=not enabled,
     )
 
 
@@ -273,15 +237,17 @@ async def run_eval(
     bounds = sample_bounds(system, items, max_usd)
     out.mkdir(parents=True, exist_ok=True)  # only once the inputs are good: a failed start leaves nothing behind
     with hold_run_directory(out):
-        previous, dropped = repair_results(out / RESULTS_FILE)
-        repairs = [note for note in [check_manifest(out, manifest, previous)] if note]
-        if dropped:
-            repairs.append(f"moved {dropped} torn or duplicate line(s) of {RESULTS_FILE} to {REJECTED_FILE}")
+        results = JsonlLog(out / RESULTS_FILE, EvalRecord, lambda record: record.key, storable=storable)
+        repairs = [note for note in [check_manifest(out, manifest, results.values())] if note]
+        if results.dropped:
+            rejected = rejected_path(results.path).name
+            repairs.append(f"moved {results.dropped} torn or duplicate line(s) of {RESULTS_FILE} to {rejected}")
         for note in repairs:
             log.warning("%s", note)
-        run = _Run(system, benchmark.name, grader or Grader(data_dir=data_dir), out, RunCap(max_usd), bounds)
-        summary = await run.attempt_all(items, samples, previous, concurrency, progress)
-    return summary.model_copy(update={"dropped_lines": dropped, "repairs": repairs})
+        runner = BatchRunner(concurrency=concurrency, max_usd=max_usd, progress=progress)
+        chosen = grader or Grader(data_dir=data_dir)
+        summary = await _attempt_all(system, benchmark.name, chosen, results, runner, items, samples, bounds)
+    return summary.model_copy(update={"dropped_lines": results.dropped, "repairs": repairs})
 
 
 def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_usd: float | None) -> dict[str, float | None]:
@@ -296,78 +262,35 @@ def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_usd: float
     return bounds
 
 
-class _Run:
-    """One invocation of a run: the samples left, the spend and the score so far, the results file."""
-
-    def __init__(
-        self, system: System, benchmark: str, grader: Grader, out: Path, cap: RunCap, bounds: dict[str, float | None]
-    ) -> None:
-        self.system, self.benchmark, self.grader, self.out, self.cap, self.bounds = (
-            system, benchmark, grader, out, cap, bounds,
-        )  # fmt: skip
-        self.finished: dict[tuple[str, int], EvalRecord] = {}
-        self.queue: deque[tuple[BenchmarkItem, int]] = deque()
-        self.correct = 0
-
-    async def attempt_all(
-        self, items: list[BenchmarkItem], samples: int, previous: list[EvalRecord], concurrency: int, progress: bool
-    ) -> EvalSummary:
-        """Attempt every selected (item, sample) not in ``previous``, appending each record as it finishes."""
-        selected = {(item.id, sample) for item in items for sample in range(samples)}
-        self.finished = {record.key: record for record in previous if record.key in selected}
-        self.queue.extend((i, k) for i in items for k in range(samples) if (i.id, k) not in self.finished)
-        self.cap.charge(sum(record.usage.usd for record in previous))
-        self.correct = sum(record.verdict.correct for record in self.finished.values())
-        resumed = len(self.finished)
-        with _progress(progress) as bar, (self.out / RESULTS_FILE).open("ab") as handle:
-            task = bar.add_task(
-                f"{self.benchmark} · {self.system.name}",
-                total=len(selected),
-                completed=resumed,
-                accuracy=self.correct / resumed if resumed else 0.0,
-                usd=self.cap.spent,
-            )
-            workers = [
-                asyncio.create_task(self._worker(handle, bar, task)) for _ in range(min(concurrency, len(self.queue)))
-            ]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                # A bug in one attempt stops the run: the others are cancelled before they can write again.
-                for running in workers:
-                    running.cancel()
-        return EvalSummary(
-            out=str(self.out),
-            total=len(selected),
-            done=len(self.finished),
-            resumed=resumed,
-            correct=self.correct,
-            errors=sum(record.error is not None for record in self.finished.values()),
-            common_error=common_error(list(self.finished.values())),
-            usd=self.cap.spent,
-            stopped_by_budget=self.cap.refused and bool(self.queue),
-        )
-
-    async def _worker(self, handle: BinaryIO, bar: Progress, task: TaskID) -> None:
-        while self.queue:
-            item, sample = self.queue.popleft()
-            bound = self.bounds[item.id]
-            if not await self.cap.acquire(bound):  # its cost bound does not fit what the cap leaves
-                self.queue.appendleft((item, sample))
-                return
-            usd = 0.0
-            try:
-                record = await attempt(self.system, item, sample, self.grader, self.benchmark)
-                usd = record.usage.usd
-            finally:
-                await self.cap.release(bound, usd)
-            # One write per record, flushed and synced, so a kill can only tear the line being written.
-            handle.write(storable_line(record).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-            self.finished[record.key] = record
-            self.correct += record.verdict.correct
-            bar.update(task, advance=1, accuracy=self.correct / len(self.finished), usd=self.cap.spent)
+async def _attempt_all(
+    system: System, benchmark: str, grader: Grader, results: JsonlLog[EvalRecord], runner: BatchRunner,
+    items: list[BenchmarkItem], samples: int, bounds: dict[str, float | None],
+) -> EvalSummary:  # fmt: skip
+    """Attempt every selected (item, sample) the results lack, appending each record as it finishes."""
+    units = [(item, sample) for item in items for sample in range(samples)]
+    runner.charge(sum(record.usage.usd for record in results.values()))
+    resumed = sum((item.id, sample) in results for item, sample in units)
+    finished = await runner.run(
+        f"{benchmark} · {system.name}",
+        units,
+        lambda unit: (unit[0].id, unit[1]),
+        lambda unit: attempt(system, unit[0], unit[1], grader, benchmark),
+        results,
+        cost=lambda record: record.usage.usd,
+        bound=lambda unit: bounds[unit[0].id],
+        correct=lambda record: record.verdict.correct,
+    )
+    return EvalSummary(
+        out=str(results.path.parent),
+        total=len(units),
+        done=len(finished),
+        resumed=resumed,
+        correct=sum(record.verdict.correct for record in finished),
+        errors=sum(record.error is not None for record in finished),
+        common_error=common_error(finished),
+        usd=runner.spent,
+        stopped_by_budget=runner.stopped_by_budget,
+    )
 
 
 def common_error(records: Sequence[EvalRecord]) -> str | None:

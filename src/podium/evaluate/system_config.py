@@ -38,23 +38,21 @@ from podium.evaluate.systems import (
     System,
 )
 from podium.graders.grader import GradingConfig
+from podium.solve.config import NamedSystem
 
 # -------------------------------------------------------------------------------------------------- systems
 
 
-class SystemConfig(Config):
-    """Fields every system config has."""
+class EvalSystemConfig(NamedSystem):
+    """Fields every system config of ``podium eval`` has: its kind (a key of :data:`SYSTEM_KINDS`), its name and
+    how the run grades it."""
 
-    kind: str
-    """Which system: a key of :data:`SYSTEM_KINDS`."""
-    name: str | None = None
-    """Name in results and reports; default ``<kind>:<model>``."""
     grading: GradingConfig | None = None
     """How the run grades answers; default: each benchmark's own verifier. ``{verifier: judge, judge: {…}}`` has
     an LLM judge grade every answer instead."""
 
 
-class SingleModelConfig(SystemConfig):
+class SingleModelConfig(EvalSystemConfig):
     """One model without tools."""
 
     kind: Literal["single_model"] = "single_model"
@@ -100,7 +98,7 @@ class RouteRuleConfig(Config):
     """The item is judged by one of these verifiers."""
 
 
-class StaticRouterConfig(SystemConfig):
+class StaticRouterConfig(EvalSystemConfig):
     """Route each item to one of several models by a fixed rule."""
 
     kind: Literal["static_router"] = "static_router"
@@ -122,16 +120,16 @@ PLUGIN_MODULES = ("podium.evaluate.runtime_systems",)
 top of this module: they import it to register themselves)."""
 
 SystemFactory = Callable[[Any], System]
-SYSTEM_KINDS: dict[str, tuple[type[SystemConfig], SystemFactory]] = {}
+SYSTEM_KINDS: dict[str, tuple[type[EvalSystemConfig], SystemFactory]] = {}
 """System kind → (its config class, a function building the system from a validated config)."""
 
 
-def register_system(kind: str, config_type: type[SystemConfig], factory: SystemFactory) -> None:
+def register_system(kind: str, config_type: type[EvalSystemConfig], factory: SystemFactory) -> None:
     """Make ``kind`` usable in system config files (the runtime registers its systems here)."""
     SYSTEM_KINDS[kind] = (config_type, factory)
 
 
-def system_config_from_dict(data: Any, *, source: str = "system config") -> SystemConfig:
+def system_config_from_dict(data: Any, *, source: str = "system config") -> EvalSystemConfig:
     """Validate a system config with the config class its ``kind`` names."""
     for module in PLUGIN_MODULES:
         importlib.import_module(module)
@@ -144,12 +142,12 @@ def system_config_from_dict(data: Any, *, source: str = "system config") -> Syst
     return SYSTEM_KINDS[data["kind"]][0].from_dict(data, source=source)
 
 
-def load_system_config(path: str | Path) -> SystemConfig:
+def load_system_config(path: str | Path) -> EvalSystemConfig:
     """Read and validate a system config file (YAML or JSON)."""
     return system_config_from_dict(read_structured_file(path), source=str(path))
 
 
-def build_system(config: SystemConfig) -> System:
+def build_system(config: EvalSystemConfig) -> System:
     """The system a validated config describes."""
     return SYSTEM_KINDS[config.kind][1](config)
 
@@ -158,7 +156,7 @@ def _caller(config: SingleModelConfig) -> ModelCaller:
     return ModelCaller(build_backend(config.backend), config.temperature, config.max_tokens)
 
 
-def _name(config: SystemConfig, model: str) -> str:
+def _name(config: EvalSystemConfig, model: str) -> str:
     return config.name or f"{config.kind}:{model}"
 
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from podium.backends.base import BackendError, ChatBackend, Generation
-from podium.datasets.items import BenchmarkItem
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer, vote_key
 from podium.core.budget import StopReason
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, Turn
+from podium.datasets.items import BenchmarkItem
 
 MODEL_ONLY_KINDS: frozenset[VerifierKind] = frozenset({"math", "qa", "multiple_choice", "code"})
 """What a model without tools can attempt: tool-use environments need the runtime's tool loop."""

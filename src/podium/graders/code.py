@@ -6,9 +6,9 @@ Two test formats: HumanEval (prompt + completion + test + ``check(entry_point)``
 
 import re
 
-from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.core.answers import extract_code
 from podium.core.calls import Status
+from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.graders.verdict import Verdict
 from podium.sandbox import Sandbox
 

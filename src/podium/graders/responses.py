@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import NonNegativeInt, PositiveInt
 
-from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.core.answers import VerifierKind
 from podium.core.record import Record
+from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
 from podium.errors import PodiumError
 from podium.graders.grader import Grader
 from podium.graders.verdict import Verdict

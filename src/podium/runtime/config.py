@@ -39,7 +39,7 @@ class RunConfig(Config):
     """Most US dollars for the episode; a generation or call whose cost bound exceeds what is left is refused
     before it runs, so the cap is never crossed."""
     max_seconds: PositiveFloat | None = None
-    """Wall-clock deadline of the episode; calls still running then end as TIMEOUT."""
+    """Wall-clock deadline of the episode, in seconds; calls still running then end as TIMEOUT."""
     max_parse_errors: PositiveInt = 3
     """Unparseable orchestrator outputs tolerated per episode; each one gets a PARSE_ERR observation and
     another turn, and the next one past the limit ends the episode."""
@@ -52,7 +52,7 @@ class RunConfig(Config):
     the newest successful call printed is the answer (``metadata["answer_source"]`` names the call; the stop
     reason stays the limit)."""
     max_tokens: PositiveInt = 1024
-    """Completion budget of one orchestrator turn."""
+    """Completion budget of one orchestrator turn, in tokens; actions are sized to fit it."""
     temperature: NonNegativeFloat = 0.0
     """Sampling temperature of the orchestrator (0 in evaluation; above 0 for RL rollouts)."""
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)

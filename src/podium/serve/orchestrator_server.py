@@ -1,5 +1,5 @@
 """``podium serve``: orchestrators as OpenAI-compatible models. Each conversation runs as an episode through
-:meth:`podium.runtime.Executor.run` (the code path of ``podium run``, evaluation and rollouts); ``GET /v1/models``
+:meth:`podium.solve.system.System.solve` (the code path of evaluation, data collection and rollouts); ``GET /v1/models``
 lists the served orchestrators and ``GET /metrics`` reports in Prometheus text format.
 
 Requests (:mod:`podium.serve.requests`), how messages become the episode's context
@@ -17,18 +17,16 @@ import json
 import time
 import uuid
 from collections.abc import Coroutine, Sequence
-from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 
-from podium.config import Config, read_structured_file
+from podium.config import Config
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
 from podium.runtime.config import RunConfig
-from podium.runtime.system import OrchestratorSystem, SystemSpec
 from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
@@ -37,9 +35,8 @@ from podium.serve.legs import LegRequest, collect, json_text, stream
 from podium.serve.operations import Metrics, RequestLog, episode_record
 from podium.serve.requests import EpisodeRequest, request_config
 from podium.serve.sessions import ClientCalls, ServedEpisode
+from podium.solve.system import Chat, System
 
-EVAL_ONLY_FIELDS = ("kind", "user")
-"""Fields of an ``orchestrator`` system file of ``podium eval`` that serving has no use for."""
 RESERVED_TOOL_NAMES = ("final_answer",)
 """Names a client tool may not take: the parallel policy's summarizer answers to it."""
 
@@ -72,22 +69,11 @@ class ServeConfig(Config):
     """Seconds between heartbeat events of a stream while the episode works without news."""
 
 
-def load_system_spec(path: str | Path) -> SystemSpec:
-    """A served orchestrator from a file: a :class:`SystemSpec`, or an ``orchestrator`` system file of
-    ``podium eval`` (its ``kind`` and simulated ``user`` are then ignored)."""
-    data = read_structured_file(path)
-    if isinstance(data, dict):
-        if data.get("kind", "orchestrator") != "orchestrator":
-            raise ConfigError(f"{path}: serving needs an orchestrator system, not kind '{data['kind']}'")
-        data = {key: value for key, value in data.items() if key not in EVAL_ONLY_FIELDS}
-    return SystemSpec.from_dict(data, source=str(path))
-
-
 class EpisodeServer:
     """The served orchestrators, the queue, the keys, the episodes waiting on client tools, and what is
     recorded."""
 
-    def __init__(self, systems: Sequence[OrchestratorSystem], config: ServeConfig) -> None:
+    def __init__(self, systems: Sequence[System], config: ServeConfig) -> None:
         if not systems:
             raise ConfigError("no orchestrator to serve")
         self.systems = {system.name: system for system in systems}
@@ -115,7 +101,7 @@ class EpisodeServer:
             "data": [{"id": name, "object": "model", "created": 0, "owned_by": "podium"} for name in self.systems],
         }
 
-    def system(self, model: str) -> OrchestratorSystem:
+    def system(self, model: str) -> System:
         system = self.systems.get(model)
         if system is None:
             raise ApiError(
@@ -206,10 +192,9 @@ class EpisodeServer:
         return session
 
     def _episode(
-        self, leg: LegRequest, conversation: Conversation, system: OrchestratorSystem, config: RunConfig,
-        session: ServedEpisode,
-    ) -> Coroutine[Any, Any, Trajectory]:  # fmt: skip
-        """The episode's coroutine: the one place serving runs the executor."""
+        self, leg: LegRequest, conversation: Conversation, system: System, config: RunConfig, session: ServedEpisode
+    ) -> Coroutine[Any, Any, Trajectory]:
+        """The episode's coroutine: the one place serving solves a conversation."""
         body = leg.body
         try:
             executor = system.executor(config)
@@ -222,15 +207,19 @@ class EpisodeServer:
         metadata = {**(body.metadata or {}), "request_id": leg.request_id, "served_model": leg.model}
         if body.user is not None:
             metadata["user"] = body.user
-        return executor.run(
-            conversation.task_with_work(),
-            preference=body.preference(),
-            seed=body.podium.seed,
+        chat = Chat(
             tools=list(session.tools.values()),
-            instructions=conversation.instructions,
             history=conversation.history,
-            metadata=metadata,
+            instructions=conversation.instructions,
             on_event=session.on_event,
+        )
+        return system.solve(
+            conversation.task_with_work(),
+            seed=body.podium.seed,
+            preference=body.preference(),
+            settings=config,
+            chat=chat,
+            metadata=metadata,
         )
 
     def _park(self, session: ServedEpisode, calls: ClientCalls) -> None:
@@ -321,7 +310,7 @@ async def disconnected(request: Request) -> None:
         continue
 
 
-def create_orchestrator_app(systems: Sequence[OrchestratorSystem], config: ServeConfig | None = None) -> FastAPI:
+def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | None = None) -> FastAPI:
     """The HTTP application serving ``systems`` (their names are the model ids)."""
     settings = config or ServeConfig()
     server = EpisodeServer(systems, settings)

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.train.config import GRPOConfig
 from podium.train.rollouts import RolloutSource, collect

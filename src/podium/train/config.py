@@ -1,14 +1,17 @@
 """Typed configs of ``podium train sft`` and ``podium train grpo`` (SPEC §7). Defaults follow the papers where they
 agree; each field says which paper a default comes from."""
 
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
+from podium.backends.embedded import EMBEDDED_MODEL
 from podium.config import Config
 from podium.core.answers import VerifierKind
 from podium.core.preference import Preference
+from podium.pool.config import PoolConfig, WorkerConfig
 from podium.rewards.registry import RewardFunction, build_reward
+from podium.solve.config import SystemConfig
 
 
 class ModelConfig(Config):
@@ -149,17 +152,25 @@ class RewardConfig(Config):
         return build_reward(self.design, **options)
 
 
-class RolloutConfig(Config):
-    """How rollouts are produced: Podium's own executor, the code path of inference and evaluation."""
+ROLLOUT_DEFAULTS: dict[str, object] = {"max_turns": 8, "temperature": 1.0, "constrained": "never"}
+"""Where rollouts differ from an inference run unless the config says otherwise: 8 orchestrator turns (Uno's
+T_max), sampling at temperature 1.0 (ParaManager), and unconstrained decoding: the grammar reshapes the sampling
+distribution, while the GRPO ratio and KL are computed for the unconstrained policy. Blind labels need no switch
+here: with ``blind.enabled`` in the pool, each group's instance seed draws a fresh mapping."""
 
-    policy: Literal["serial", "parallel", "dag", "escalate"] = "serial"
-    """Action space of the orchestrator."""
-    verify: str | None = None
-    """``escalate`` only: the pool tool that checks each worker reply (see RunConfig.verify)."""
-    reply_chars: NonNegativeInt | None = None
-    """``escalate`` only: characters of each reply shown; 0: only the verify report (see RunConfig.reply_chars)."""
-    pool: str | None = None
-    """Pool YAML (PoolConfig); ``None``: the python tool with the embedded model as the only worker."""
+
+def default_rollout_pool() -> PoolConfig:
+    """The python tool alone (the embedded model is listed as the pool's worker but offered to no one)."""
+    worker = WorkerConfig(name="smollm2", backend="local", model=EMBEDDED_MODEL, max_retries=0)
+    return PoolConfig(workers=[worker], tools=["python"], workers_as_tools=False)
+
+
+class RolloutConfig(SystemConfig):
+    """How rollouts are produced: an orchestrator system (every field of
+    :class:`~podium.solve.config.SystemConfig`, with :data:`ROLLOUT_DEFAULTS`) whose orchestrator is the policy
+    being trained, solving each task through :meth:`~podium.solve.system.System.solve`, the code path of
+    inference and evaluation. Without a ``pool`` the rollouts offer the python tool alone."""
+
     backend: Literal["local", "vllm"] = "local"
     """``local``: generate with the model being trained, in-process. ``vllm``: generate on a ``trl vllm-serve``
     server (OpenAI-compatible) whose weights the trainer updates after every step."""
@@ -168,25 +179,21 @@ class RolloutConfig(Config):
     ray: str | None = None
     """Run rollouts on Ray workers (needs ``backend: vllm`` at an address they reach, and ``podium[ray]``):
     ``local``, ``auto`` or a cluster address (see :mod:`podium.runtime.cluster`)."""
-    max_turns: PositiveInt = 8
-    """Orchestrator turns per episode (Uno T_max: 8)."""
-    max_tokens: PositiveInt = 1024
-    """Completion budget of one orchestrator turn."""
-    temperature: NonNegativeFloat = 1.0
-    """Sampling temperature of rollouts (ParaManager: 1.0)."""
     concurrency: PositiveInt = 8
     """Rollouts run at once (a local model still generates one at a time)."""
-    allow: list[str] | None = None
-    """Only these tools, roles and workers are offered; default: the whole pool (with the default pool, only
-    the python tool)."""
     tool_subset: bool = False
     """ToolOrchestra knob: offer each instance a random non-empty subset of the allowed tools and workers."""
     price_sheets: list[str] = Field(default_factory=list)
     """ToolOrchestra knob: price files (PriceCatalog YAML/JSON); each instance draws one and prices by it."""
-    constrained: bool = False
-    """Grammar-constrained actions during rollouts. Off by default: the constraint reshapes the sampling
-    distribution, while the GRPO ratio and KL are computed for the unconstrained policy. Blind labels need no
-    switch here: with ``blind.enabled`` in the pool, each group's instance seed draws a fresh mapping."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rollout_defaults(cls, data: Any) -> Any:
+        return {**ROLLOUT_DEFAULTS, **data} if isinstance(data, dict) else data
+
+    def pool_config(self) -> PoolConfig:
+        """The pool file or inline pool given, else :func:`default_rollout_pool`."""
+        return default_rollout_pool() if self.pool is None else super().pool_config()
 
 
 class GRPOConfig(TrainerConfig):

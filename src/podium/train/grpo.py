@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.extras import require_extra
 from podium.train.batches import GroupMaker, batch_plan, called_workers, row_weights

@@ -1,9 +1,8 @@
-"""Where GRPO rollouts come from: Podium's executor (the code path of inference and evaluation) driving the policy
-being trained, with ToolOrchestra's per-instance knobs (random tool subset, random price sheet), in this process or
-on Ray workers (:class:`RayRollouts`). The source is injectable: anything that maps ``(question, seed,
-preference)`` to a trajectory will do (tests script them)."""
+"""Where GRPO rollouts come from: :meth:`podium.solve.system.System.solve` (the code path of inference, evaluation
+and serving) driving the policy being trained, with ToolOrchestra's per-instance knobs (random tool subset, random
+price sheet), in this process or on Ray workers (:class:`RayRollouts`). The source is injectable: anything that
+maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
 
-import asyncio
 import inspect
 import random
 from collections.abc import Awaitable, Sequence
@@ -11,18 +10,18 @@ from functools import partial
 from typing import Any, Protocol
 
 from podium.backends.base import FREE, ChatBackend
-from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.factory import HttpBackendSpec, build_backend
 from podium.backends.local import LocalBackend, LocalBackendConfig
 from podium.core.preference import Preference
+from podium.core.record import Record
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import Pool, build_pool, load_pool_config
-from podium.runtime import Executor, RunConfig
+from podium.pool.pool import Pool, build_pool
+from podium.runtime import RunConfig
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
-from podium.runtime.explore import explore
+from podium.solve.runner import BatchRunner, MemoryLog
+from podium.solve.system import System
 from podium.train.config import RolloutConfig
 
 
@@ -36,6 +35,13 @@ class RolloutSource(Protocol):
     ) -> Trajectory | Awaitable[Trajectory]: ...
 
 
+class Placed(Record):
+    """A rollout at its place in its generation batch."""
+
+    index: int
+    trajectory: Trajectory
+
+
 async def collect(
     source: RolloutSource,
     questions: Sequence[str],
@@ -43,26 +49,23 @@ async def collect(
     preferences: Sequence[Preference | None],
     concurrency: int,
 ) -> list[Trajectory]:
-    """Every rollout of a generation batch, at most ``concurrency`` at once, in order."""
-    limit = asyncio.Semaphore(concurrency)
+    """Every rollout of a generation batch, at most ``concurrency`` at once (a :class:`BatchRunner` without a
+    cap, keeping them in memory), in order."""
+    runs = list(zip(questions, seeds, preferences, strict=True))
 
-    async def one(question: str, seed: int, preference: Preference | None) -> Trajectory:
-        async with limit:
-            result = source(question, seed, preference)
-            return await result if inspect.isawaitable(result) else result
+    async def one(index: int) -> Placed:
+        result = source(*runs[index])
+        return Placed(index=index, trajectory=await result if inspect.isawaitable(result) else result)
 
-    return list(await asyncio.gather(*map(one, questions, seeds, preferences)))
-
-
-def default_pool_config() -> PoolConfig:
-    """The python tool alone (the embedded model is listed as the pool's worker but offered to no one)."""
-    worker = WorkerConfig(name="smollm2", backend="local", model=EMBEDDED_MODEL, max_retries=0)
-    return PoolConfig(workers=[worker], tools=["python"], workers_as_tools=False)
+    runner = BatchRunner(concurrency=concurrency, progress=False)
+    log: MemoryLog[Placed] = MemoryLog(lambda placed: placed.index)
+    placed = await runner.run("rollouts", range(len(runs)), int, one, log, cost=lambda p: p.trajectory.usage.usd)
+    return [rollout.trajectory for rollout in placed]
 
 
 def rollout_pool(config: RolloutConfig) -> Pool:
     """The pool rollouts run against."""
-    return build_pool(load_pool_config(config.pool) if config.pool else default_pool_config())
+    return build_pool(config.pool_config())
 
 
 def policy_backend(config: RolloutConfig, model: Any, tokenizer: Any, name: str, served_model: str) -> ChatBackend:
@@ -74,7 +77,7 @@ def policy_backend(config: RolloutConfig, model: Any, tokenizer: Any, name: str,
 
 
 class ExecutorRollouts:
-    """Rollouts through :class:`podium.runtime.Executor`; each instance may get its own tools and prices."""
+    """Rollouts through :meth:`podium.solve.system.System.solve`; each instance may get its own tools and prices."""
 
     def __init__(
         self,
@@ -83,11 +86,17 @@ class ExecutorRollouts:
         config: RolloutConfig,
         price_sheets: Sequence[PriceCatalog] = (),
     ) -> None:
-        self.pool = pool
+        self.system = System(
+            config.name or "rollouts", pool, config.run_config(), user=config.user, instructions=config.instructions
+        )
         self.orchestrator = orchestrator
         self.config = config
         self.price_sheets = list(price_sheets)
         self.allowed = None if config.allow is None else list(config.allow)
+
+    @property
+    def pool(self) -> Pool:
+        return self.system.pool
 
     @classmethod
     def from_config(cls, config: RolloutConfig, orchestrator: ChatBackend | None = None) -> "ExecutorRollouts":
@@ -98,10 +107,9 @@ class ExecutorRollouts:
             rollouts.allowed = rollouts.pool.registry.names()  # the default pool's worker is not on offer
         return rollouts
 
-    def instance(
-        self, seed: int, orchestrator: ChatBackend | None = None
-    ) -> tuple[Pool, ChatBackend, list[str] | None]:
-        """This instance's pool (repriced by a random sheet), orchestrator (priced by it) and allowed tools."""
+    def instance(self, seed: int, orchestrator: ChatBackend | None = None) -> tuple[Pool, ChatBackend, RunConfig]:
+        """This instance's pool (repriced by a random sheet), orchestrator (priced by it) and run config (its
+        allowed tools)."""
         rng = random.Random(seed)
         pool, orchestrator = self.pool, orchestrator or self.orchestrator
         if orchestrator is None:
@@ -114,7 +122,7 @@ class ExecutorRollouts:
         if self.config.tool_subset:
             names = sorted(self.allowed if self.allowed is not None else pool.registry.names())
             allow = sorted(rng.sample(names, rng.randint(1, len(names))))
-        return pool, orchestrator, allow
+        return pool, orchestrator, self.system.config.model_copy(update={"allow": allow})
 
     async def __call__(
         self,
@@ -126,33 +134,17 @@ class ExecutorRollouts:
     ) -> Trajectory:
         """One episode; ``orchestrator`` replaces the default backend for it (verl binds each rollout to its own
         server session)."""
-        pool, orchestrator, allow = self.instance(seed, orchestrator)
-        run = self.run_config(allow, constrained="auto" if self.config.constrained else "never")
-        executor = Executor(pool, run, orchestrator=orchestrator)
-        return await executor.run(question, preference=preference, seed=seed)
+        pool, orchestrator, settings = self.instance(seed, orchestrator)
+        return await self.system.solve(
+            question, seed=seed, preference=preference, settings=settings, pool=pool, orchestrator=orchestrator
+        )
 
     async def explore(self, question: str, seed: int, preference: Preference | None = None) -> list[Trajectory]:
         """Every path of the episode's action tree (:mod:`podium.runtime.explore`), each turn scored by the
         current policy: the group of the ``expected`` advantage."""
-        pool, orchestrator, allow = self.instance(seed)
-        run = self.run_config(allow, constrained="always")
-
-        async def play(backend: ChatBackend) -> Trajectory:
-            return await Executor(pool, run, orchestrator=backend).run(question, preference=preference, seed=seed)
-
-        return await explore(play, orchestrator)
-
-    def run_config(self, allow: list[str] | None, *, constrained: str) -> RunConfig:
-        """The run configuration of this instance's episodes."""
-        return RunConfig(
-            policy=self.config.policy,
-            verify=self.config.verify,
-            reply_chars=self.config.reply_chars,
-            max_turns=self.config.max_turns,
-            max_tokens=self.config.max_tokens,
-            temperature=self.config.temperature,
-            constrained=constrained,  # type: ignore[arg-type]
-            allow=allow,
+        pool, orchestrator, settings = self.instance(seed)
+        return await self.system.explore(
+            question, seed=seed, preference=preference, settings=settings, pool=pool, scorer=orchestrator
         )
 
 

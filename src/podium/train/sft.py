@@ -9,7 +9,8 @@ from typing import Any
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
 from podium.extras import require_extra
-from podium.graders.records import RecordError, read_trajectory_lines
+from podium.solve.jsonl import RecordError
+from podium.solve.records import read_trajectory_lines
 from podium.train.config import LoraConfig, SFTConfig
 from podium.train.model import load_model, resolve_device, trainer_arguments
 from podium.train.samples import ChatFormat, TrainingDataError, trajectory_samples

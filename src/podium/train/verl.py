@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from podium.datasets.items import BenchmarkItem
 from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.extras import require_extra
 from podium.train.config import GRPOConfig

@@ -6,8 +6,8 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from podium.core.record import Record
 from podium.data.common import StageSettings
-from podium.data.solver import SolverConfig
 from podium.pool.config import PoolConfig
+from podium.solve.config import SystemConfig
 
 
 class SynthConfig(StageSettings):
@@ -33,7 +33,7 @@ class SynthConfig(StageSettings):
     """Customer intents to turn into tasks (one task each)."""
     evolve: bool = True
     """Ask for a harder variant of every task (more constraints, more entities)."""
-    solver: SolverConfig = Field(default_factory=SolverConfig)
+    solver: SystemConfig = Field(default_factory=SystemConfig)
     """The orchestrator (with the pool's models) that must solve a task for it to stay."""
     pass_k: NonNegativeInt = 8
     """Attempts of the solver per task (ToolScale: pass@8); 0 skips this filter."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.core.record import Record
-from podium.data.store import write_text_atomic
+from podium.solve.jsonl import write_atomically
 
 
 class Candidate(Record):
@@ -81,9 +81,9 @@ def write_domain(
 ) -> None:
     """Write (or replace) a domain directory; each file is replaced atomically."""
     directory.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(directory / "db.json", json.dumps(database, indent=2, ensure_ascii=False) + "\n")
-    write_text_atomic(directory / "tools.py", tools_source)
-    write_text_atomic(directory / "policy.md", policy.rstrip() + "\n")
-    write_text_atomic(directory / "tasks.json", json.dumps(tasks, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(directory / "db.json", json.dumps(database, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(directory / "tools.py", tools_source)
+    write_atomically(directory / "policy.md", policy.rstrip() + "\n")
+    write_atomically(directory / "tasks.json", json.dumps(tasks, indent=2, ensure_ascii=False) + "\n")
     if splits is not None:
-        write_text_atomic(directory / "split_tasks.json", json.dumps(splits, indent=2) + "\n")
+        write_atomically(directory / "split_tasks.json", json.dumps(splits, indent=2) + "\n")

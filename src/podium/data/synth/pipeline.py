@@ -24,13 +24,13 @@ from podium.data.common import Stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.pools import PoolCache
 from podium.data.provenance import podium_version, short_hash
-from podium.data.store import WorkLog
 from podium.data.synth.code import build_toolkit, function_problem, kit_tools, parse_function, toolkit_source
 from podium.data.synth.config import StepResult, SynthConfig
 from podium.data.synth.domain_files import Candidate
 from podium.data.synth.schema import IDENTIFIER, TableSpec, record_problem, reference_problem, table_problem
 from podium.data.synth.steps import CONDITIONS, Generator
 from podium.envs import DomainKit
+from podium.solve.jsonl import JsonlLog
 
 STAGE = "synth-domain"
 
@@ -61,9 +61,11 @@ class Synthesis:
         self, phase: str, keys: list[str], make: Callable[[str], Awaitable[StepResult]], bound: float = 0.0
     ) -> dict[str, StepResult]:
         """Run (or resume) the steps ``keys`` of one phase."""
-        log = WorkLog(self.stage.out / "work" / f"{phase}.jsonl", StepResult, lambda step: step.key)
+        log = JsonlLog(self.stage.out / "work" / f"{phase}.jsonl", StepResult, lambda step: step.key)
         self.stage.runner.charge(sum(step.usd for step in log.values()))
-        done = await self.stage.runner.run(phase, keys, str, make, log, cost=lambda step: step.usd, bound=bound)
+        done = await self.stage.runner.run(
+            phase, keys, str, make, log, cost=lambda step: step.usd, bound=lambda _key: bound or None
+        )
         return {step.key: step for step in done}
 
     async def one(self, phase: str, make: Callable[[], Awaitable[StepResult]]) -> Any:

@@ -8,14 +8,14 @@ from podium.backends.base import ChatBackend
 from podium.data.common import finish_stage, open_stage
 from podium.data.provenance import podium_version
 from podium.data.solver import Solver
-from podium.data.store import write_text_atomic
 from podium.data.synth.config import SynthConfig
 from podium.data.synth.domain_files import Candidate, task_splits, tau2_task, write_domain
 from podium.data.synth.filters import golden_problem, pass_at_k, solvable_without_action
 from podium.data.synth.pipeline import STAGE, Synthesis
 from podium.data.synth.steps import database_excerpt
 from podium.envs import Domain, load_domain
-from podium.graders.records import Funnel
+from podium.solve.jsonl import write_atomically
+from podium.solve.records import Funnel
 
 PROVENANCE_FILE = "provenance.json"
 """Beside ``synthesis.json``: task id → who wrote the task and which filters it passed."""
@@ -164,8 +164,8 @@ async def synthesize_domain(
         "prompts": {name: prompt.id for name, prompt in run.generator.prompts.items()},
         "podium_version": podium_version(),
     }
-    write_text_atomic(root / "synthesis" / "synthesis.json", json.dumps(record, indent=2) + "\n")
-    write_text_atomic(root / "synthesis" / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
+    write_atomically(root / "synthesis" / "synthesis.json", json.dumps(record, indent=2) + "\n")
+    write_atomically(root / "synthesis" / PROVENANCE_FILE, json.dumps(provenance, indent=2) + "\n")
     outputs = {
         "db.json": sum(len(records) for records in database.values()),
         "tools.py": len(names),

@@ -1,5 +1,5 @@
-"""An orchestrator system: a name, a pool and how its episodes run. ``podium eval --system`` (kinds
-``orchestrator`` and ``tools_model``, which add what evaluation needs) and ``podium serve`` read this part.
+"""The configuration of an orchestrator system: one file format for every command that runs one (``podium eval``
+as kind ``orchestrator``, the teachers and solvers of ``podium data``, ``podium serve``, GRPO rollouts).
 
 Example::
 
@@ -10,20 +10,40 @@ Example::
     pool: pool.yaml          # a pool YAML path, an inline pool, or omitted for the embedded offline pool
 """
 
+from typing import Literal
+
+from pydantic import Field
+
+from podium.config import Config
+from podium.envs.conversation import UserSimulatorConfig
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import embedded_pool_config, load_pool_config
 from podium.runtime.config import RunConfig
-from podium.runtime.executor import Executor
 
 
-class SystemSpec(RunConfig):
-    """An orchestrator over a pool: every field of the run config, a pool and a name."""
+class NamedSystem(Config):
+    """What every system file has, whatever its kind."""
 
+    kind: str
+    """Which system: ``orchestrator`` here; ``podium eval`` also knows model-only baselines and ``tools_model``."""
     name: str | None = None
-    """Name in results, reports and served model ids; default ``orchestrator:<policy>:<model>``."""
+    """Name in results, reports, provenance and served model ids; default ``<kind>:<model>``
+    (``orchestrator:<policy>:<model>`` for an orchestrator)."""
+
+
+class SystemConfig(NamedSystem, RunConfig):
+    """An orchestrator system: how its episodes run (every field of the run config), the pool it runs over, the
+    simulated user of tool-use items, and text for its system prompt."""
+
+    kind: Literal["orchestrator"] = "orchestrator"
+    """Selects this system (the same file serves every command)."""
     pool: str | PoolConfig | None = None
     """Pool YAML path (relative to the current directory) or an inline pool; default: the embedded offline pool."""
+    user: UserSimulatorConfig = Field(default_factory=UserSimulatorConfig)
+    """The simulated user of tool-use (tau2) items."""
+    instructions: str | None = None
+    """Text added to the orchestrator's system prompt (for instance a domain note)."""
 
     def pool_config(self) -> PoolConfig:
         """The pool this system names: a YAML path, an inline config, or the embedded pool."""
@@ -50,24 +70,3 @@ def orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
 def default_name(pool: PoolConfig, config: RunConfig) -> str:
     """``orchestrator:<policy>:<model>``, the name of an unnamed system."""
     return f"orchestrator:{config.policy}:{orchestrator_model(pool, config)}"
-
-
-class OrchestratorSystem:
-    """A built orchestrator system: its pool, built once, and a fresh :class:`Executor` per episode."""
-
-    def __init__(self, name: str, pool: Pool, config: RunConfig) -> None:
-        self.name = name
-        self.pool = pool
-        self.config = config
-        self.executor()  # unknown orchestrator or summarizer names fail now
-
-    @classmethod
-    def build(cls, config: SystemSpec) -> "OrchestratorSystem":
-        """Build the pool and check the run config against it."""
-        chosen = config.pool_config()
-        settings = config.run_config()
-        return cls(config.name or default_name(chosen, settings), build_pool(chosen), settings)
-
-    def executor(self, config: RunConfig | None = None) -> Executor:
-        """A fresh executor over the pool (episodes never share state), under ``config`` if given."""
-        return Executor(self.pool, config or self.config)

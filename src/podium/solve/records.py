@@ -1,4 +1,4 @@
-"""Records the layers above share: a graded trajectory (one attempt at an item with its verdict: the row of
+"""Records evaluation, data and training share: a graded trajectory (one attempt at an item with its verdict: the row of
 ``podium eval`` results), a data row (a graded trajectory with its provenance and filter decisions: the row of
 ``podium data`` outputs), the funnel a data stage reports, and one reader that takes the trajectory out of any
 of these rows (or of a bare trajectory line), so training and collection accept each other's files.
@@ -7,25 +7,18 @@ Data rows are written so that the ``datasets`` library loads them directly: ever
 every row, and the trajectory (whose call arguments and values vary in shape) travels as one JSON text.
 """
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError, field_serializer, field_validator
 
-from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
-from podium.errors import PodiumError
 from podium.graders.verdict import Verdict
-
-
-class RecordError(PodiumError, ValueError):
-    """A line of a records file is not any known row; the message names the file and line."""
+from podium.solve.jsonl import RecordError, read_jsonl, scan_jsonl
 
 
 class GradedTrajectory(Record):
@@ -64,32 +57,8 @@ def read_graded(path: str | Path) -> tuple[list[GradedTrajectory], int]:
 
     Reading never changes the file.
     """
-    records, unusable = scan_graded(path)
-    return records, len(unusable)
-
-
-def scan_graded(path: str | Path) -> tuple[list[GradedTrajectory], list[bytes]]:
-    """The graded trajectories of a results file and its unusable lines (unreadable, or repeating a key)."""
-    path = Path(path)
-    if not path.exists():
-        return [], []
-    records: list[GradedTrajectory] = []
-    seen: set[tuple[str, int]] = set()
-    unusable: list[bytes] = []
-    for raw in path.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            record = GradedTrajectory.model_validate_json(raw)
-        except ValidationError:
-            unusable.append(raw)
-            continue
-        if record.key in seen:
-            unusable.append(raw)
-            continue
-        seen.add(record.key)
-        records.append(record)
-    return records, unusable
+    records, unusable = scan_jsonl(Path(path), GradedTrajectory, lambda record: record.key)
+    return list(records.values()), len(unusable)
 
 
 class Provenance(Record):
@@ -178,47 +147,6 @@ class DataRow(Record):
     @field_serializer("trajectory")
     def _trajectory_text(self, trajectory: Trajectory) -> str:
         return trajectory.model_dump_json()
-
-
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-empty line; a line that is not a JSON object is a
-    :class:`RecordError` naming the file and line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except OSError as error:
-        raise RecordError(f"cannot read {path}: {error.strerror}") from error
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError as error:
-            raise RecordError(f"{path}:{number} is not JSON: {error}") from error
-        if not isinstance(value, dict):
-            raise RecordError(f"{path}:{number} is not a JSON object")
-        yield number, value
-
-
-def read_tasks(path: str | Path) -> list[BenchmarkItem]:
-    """The items of a tasks file (the RL task format of ``podium train grpo``): one JSON object per line with
-    ``question``, ``gold``, ``verifier``, optional ``id`` (default ``<file stem>-<line>``) and ``metadata``."""
-    items = []
-    for number, value in read_jsonl(path):
-        try:
-            items.append(BenchmarkItem.model_validate({"id": f"{Path(path).stem}-{number}", **value}))
-        except ValidationError as error:
-            raise RecordError(f"{path}:{number} is not a task: {error}") from error
-    return items
-
-
-def tasks_benchmark(path: str | Path) -> Benchmark:
-    """A tasks file as a benchmark (``podium eval --tasks``): its items, judged by the verifier they all name."""
-    items = read_tasks(path)
-    kinds = sorted({item.verifier for item in items})
-    if len(kinds) != 1:
-        raise RecordError(f"{path}: a tasks file to evaluate needs items of one verifier kind, found {kinds or 'none'}")
-    return Benchmark(Path(path).stem, kinds[0], f"tasks of {path}", lambda _directory: iter(items))
 
 
 class TrajectoryLine(Record):

@@ -1,0 +1,204 @@
+"""One way to solve an item: :meth:`System.solve`, which evaluation, data collection, GRPO rollouts and serving
+all call.
+
+A :class:`System` is an orchestrator over a pool, built once from a :class:`~podium.solve.config.SystemConfig`;
+every episode gets a fresh :class:`~podium.runtime.Executor`, so episodes never share state. What it solves is
+either a benchmark item or a question as written:
+
+* a tool-use (tau2) item is a conversation with the simulated user (:func:`podium.envs.conversation.run_task`);
+* any other item is sent with the answer-format instruction of its verifier appended, and its final answer is
+  extracted for the verifier as the model-only baselines do (the raw answer stays in ``metadata["raw_answer"]``).
+  The instruction goes into the task rather than the system prompt because the runtime hands the task, not the
+  system prompt, to the roles and to the parallel policy's summarizer, which write answers too;
+* a question as written (a served chat, an RL task) is sent unchanged, and its answer kept as written.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from podium.backends.base import ChatBackend
+from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
+from podium.core.messages import Message
+from podium.core.preference import Preference
+from podium.core.progress import OnEvent
+from podium.core.trajectory import Trajectory
+from podium.datasets.items import BenchmarkItem
+from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
+from podium.envs.domain import load_domain
+from podium.errors import ConfigError
+from podium.pool.pool import Pool, build_pool
+from podium.pool.tool import Tool
+from podium.runtime import Executor, RunConfig
+from podium.runtime.checks import require_runnable
+from podium.runtime.explore import explore
+from podium.solve.config import SystemConfig, default_name
+
+
+@dataclass(frozen=True)
+class Chat:
+    """What a served conversation adds to its episode: the client's tools, the earlier turns, the text of its
+    system messages, and who follows the episode's steps."""
+
+    tools: Sequence[Tool] = ()
+    history: Sequence[Message] = ()
+    instructions: str | None = None
+    on_event: OnEvent | None = None
+
+
+def question_with_format(item: BenchmarkItem) -> str:
+    """The item's question followed by the answer format its verifier expects."""
+    return f"{item.question}\n\n{ANSWER_INSTRUCTIONS[item.verifier]}"
+
+
+def item_preference(item: BenchmarkItem) -> Preference | None:
+    """An item's own preference (``podium eval --preferences``, RL tasks), when its metadata carries one."""
+    raw = item.metadata.get("preference")
+    return None if raw is None else Preference.model_validate(raw)
+
+
+class System:
+    """An orchestrator over a pool (built once), its run config, the simulated user of tool-use items and the
+    text its system prompt adds."""
+
+    def __init__(
+        self,
+        name: str,
+        pool: Pool,
+        config: RunConfig,
+        *,
+        user: UserSimulatorConfig | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        self.name = name
+        self.pool = pool
+        self.config = config
+        self.user = user or UserSimulatorConfig()
+        self.instructions = instructions
+
+    @property
+    def model(self) -> str:
+        """The model of the worker that plays the orchestrator."""
+        return self.executor().orchestrator.model
+
+    @classmethod
+    def build(cls, config: SystemConfig, *, pool: Pool | None = None, source: str | None = None) -> "System":
+        """The system ``config`` describes (over ``pool`` when it was built already), refused when it cannot
+        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
+        chosen = config.pool_config()
+        settings = config.run_config()
+        name = config.name or default_name(chosen, settings)
+        system = cls(name, pool or build_pool(chosen), settings, user=config.user, instructions=config.instructions)
+        system.check(source or f"system '{name}'")
+        return system
+
+    def check(self, source: str) -> None:
+        """Refuse a system that cannot produce an action, and a user simulator that is not in the pool. Allow
+        and deny names are checked per episode, once its tools (a domain's functions) are known."""
+        require_runnable(self.pool, self.config, source)
+        if self.user.worker is not None and self.user.worker not in self.pool.backends:
+            raise ConfigError(
+                f"user.worker: '{self.user.worker}' is not a worker of the pool {sorted(self.pool.backends)}"
+            )
+
+    def executor(
+        self, config: RunConfig | None = None, *, pool: Pool | None = None, orchestrator: ChatBackend | None = None
+    ) -> Executor:
+        """A fresh executor (episodes never share state) under ``config``, over ``pool``, with ``orchestrator``
+        in place of the pool's, each when given."""
+        return Executor(pool or self.pool, config or self.config, orchestrator=orchestrator)
+
+    def supports(self, verifier: VerifierKind) -> bool:
+        """Whether items of ``verifier`` can be attempted: tool-use items need a policy that converses."""
+        return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
+
+    def cost_bound(self, item: BenchmarkItem | None = None) -> float | None:
+        """The most one episode can cost, the same for every item: its own USD cap (its ledger never crosses
+        it), 0 over a pool where nothing has a price, else unknown (``None``)."""
+        if self.config.max_usd is not None:
+            return self.config.max_usd
+        return 0.0 if self.pool.is_free() else None
+
+    async def solve(
+        self,
+        task: BenchmarkItem | str,
+        *,
+        seed: int | None = None,
+        temperature: float | None = None,
+        preference: Preference | None = None,
+        settings: RunConfig | None = None,
+        pool: Pool | None = None,
+        orchestrator: ChatBackend | None = None,
+        chat: Chat | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Trajectory:
+        """One episode on ``task``: an item (its own preference applies unless ``preference`` is given) or a
+        question as written. ``seed`` resamples blind labels and seeds sampling; ``temperature``, ``settings``,
+        ``pool`` and ``orchestrator`` replace the system's own for this episode (a sampled attempt, a served
+        request's limits, a rollout instance's prices, the policy being trained); ``chat`` is what a served
+        conversation adds. A failing simulated user raises :class:`~podium.backends.base.BackendError`."""
+        config = settings or self.config
+        if temperature is not None:
+            config = config.model_copy(update={"temperature": temperature})
+        if isinstance(task, BenchmarkItem):
+            metadata = {"item_id": task.id, **(metadata or {})}
+            if task.verifier == "environment":
+                if chat is not None:
+                    raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
+                return await self._converse(task, config, pool, orchestrator, metadata)
+            preference = preference if preference is not None else item_preference(task)
+        chat = chat or Chat()
+        trajectory = await self.executor(config, pool=pool, orchestrator=orchestrator).run(
+            task if isinstance(task, str) else question_with_format(task),
+            preference=preference,
+            seed=seed,
+            tools=chat.tools,
+            instructions="\n\n".join(filter(None, [self.instructions, chat.instructions])) or None,
+            history=chat.history,
+            metadata=metadata,
+            on_event=chat.on_event,
+        )
+        if isinstance(task, BenchmarkItem):
+            raw = trajectory.answer
+            trajectory.answer = None if raw is None else extract_answer(raw, task.verifier)
+            trajectory.metadata["raw_answer"] = raw
+        return trajectory
+
+    async def explore(
+        self, task: BenchmarkItem | str, *, settings: RunConfig | None = None, scorer: ChatBackend | None = None,
+        **episode: Any,
+    ) -> list[Trajectory]:  # fmt: skip
+        """Every path of the task's action tree, each played once through :meth:`solve` with the ``episode``
+        arguments (:mod:`podium.runtime.explore`); with ``scorer`` each turn records its probability of every
+        choice."""
+        if isinstance(task, BenchmarkItem) and task.verifier == "environment":
+            raise ConfigError(f"item {task.id}: tool-use episodes cannot be explored path by path")
+        # a path follower offers the policy's choices, not free text
+        constrained = (settings or self.config).model_copy(update={"constrained": "always"})
+
+        async def play(backend: ChatBackend) -> Trajectory:
+            return await self.solve(task, settings=constrained, orchestrator=backend, **episode)
+
+        return await explore(play, scorer)
+
+    async def _converse(
+        self,
+        item: BenchmarkItem,
+        config: RunConfig,
+        pool: Pool | None,
+        orchestrator: ChatBackend | None,
+        metadata: dict[str, Any],
+    ) -> Trajectory:
+        """A tool-use item as a conversation with the simulated user, in a fresh environment of its domain."""
+        domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
+        episode = await run_task(
+            pool or self.pool,
+            config,
+            domain,
+            domain.task(str(item.gold)),
+            user=self.user,
+            orchestrator=orchestrator,
+            guidance="\n\n".join(filter(None, [ANSWER_INSTRUCTIONS["environment"], self.instructions])),
+            metadata=metadata,
+        )
+        return episode.trajectory

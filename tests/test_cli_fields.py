@@ -1,0 +1,113 @@
+"""Command options generated from config fields: each option typed, documented and defaulted by its field, the
+flags merged over a config file in one place, and a bad value named by the flag or by the file's line."""
+
+from pathlib import Path
+from typing import Literal
+
+import pytest
+import yaml
+from pydantic import Field, PositiveInt
+from typer import Typer
+from typer.testing import CliRunner
+
+from podium.cli.fields import Flags, config_options, load_config
+from podium.config import Config
+from podium.errors import ConfigError
+from podium.pool.config import PoolConfig
+from podium.solve.config import SystemConfig
+
+runner = CliRunner()
+
+
+class Inner(Config):
+    """A nested section."""
+
+    depth: PositiveInt = 2
+    """How deep, in levels."""
+
+
+class Sample(Config):
+    """A config with one field of each kind an option is made from."""
+
+    out: str
+    """Where it goes."""
+    count: PositiveInt | Literal["all"] = 8
+    """How many, or all."""
+    mode: Literal["fast", "slow"] = "fast"
+    """The pace."""
+    tags: list[str] = Field(default_factory=list)
+    """Labels, repeatable."""
+    strict: bool = True
+    """Whether to refuse."""
+    pool: str | PoolConfig | None = None
+    """A pool file."""
+    teacher: SystemConfig = Field(default_factory=SystemConfig)
+    """The teacher."""
+    inner: Inner = Field(default_factory=Inner)
+    """The nested section."""
+
+
+def cli(seen: list[Sample]) -> Typer:
+    app = Typer()
+
+    @app.command()
+    @config_options(Sample, ("out", "count", "mode", "tags", "strict", "pool", "teacher", ("inner.depth", "--depth")))
+    def main(config: Path | None = None, *, flags: Flags) -> None:
+        seen.append(load_config(Sample, config, flags))
+
+    @app.command()
+    def other() -> None:
+        """A second command, so that Typer keeps command names."""
+
+    return app
+
+
+def test_each_field_becomes_an_option_with_its_type_help_and_default() -> None:
+    help_text = runner.invoke(cli([]), ["main", "--help"], env={"COLUMNS": "200"}).output
+    for expected in ("--out", "Where it goes. (required)", "--count", "How many, or all.", "[default: (8)]",
+                     "fast|slow", "--tags", "--strict", "--no-strict", "--teacher", "Given as a YAML/JSON file.",
+                     "--depth", "How deep, in levels."):  # fmt: skip
+        assert expected in help_text, expected
+
+
+def test_flags_are_written_over_the_file_and_nested_fields_reach_their_section(tmp_path) -> None:
+    teacher = tmp_path / "teacher.yaml"
+    teacher.write_text(yaml.safe_dump({"name": "t", "policy": "parallel"}))
+    config = tmp_path / "sample.yaml"
+    config.write_text(yaml.safe_dump({"out": "from-file", "count": 3, "tags": ["a"], "inner": {"depth": 5}}))
+    seen: list[Sample] = []
+    command = ["main", "--config", str(config), "--count", "all", "--tags", "x", "--tags", "y", "--no-strict",
+               "--teacher", str(teacher), "--depth", "7", "--mode", "slow"]  # fmt: skip
+    result = runner.invoke(cli(seen), command)
+    assert result.exit_code == 0, result.output
+    [sample] = seen
+    assert (sample.out, sample.count, sample.tags, sample.strict, sample.mode) == ("from-file", "all", ["x", "y"],
+                                                                                   False, "slow")  # fmt: skip
+    assert (sample.teacher.name, sample.teacher.policy, sample.inner.depth) == ("t", "parallel", 7)
+    runner.invoke(cli(seen), ["main", "--config", str(config)])
+    assert (seen[-1].count, seen[-1].tags, seen[-1].strict, seen[-1].inner.depth) == (3, ["a"], True, 5)
+
+
+def test_a_bad_value_is_named_by_its_flag_or_by_the_line_of_the_file(tmp_path) -> None:
+    config = tmp_path / "sample.yaml"
+    config.write_text("out: here\ncount: 0\n")
+    with pytest.raises(ConfigError, match=r"sample\.yaml:2: count"):
+        load_config(Sample, config, Flags())
+    flags = Flags()
+    flags.give("count", "0", "--count")
+    flags.give("inner.depth", 0, "--depth")
+    with pytest.raises(ConfigError) as raised:
+        load_config(Sample, None, flags)
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "invalid options:" and "  out: Field required" in lines
+    assert any(line.startswith("  --count: count: ") for line in lines)
+    assert "  --depth: inner.depth: Input should be greater than 0" in lines
+    config.write_text("- not a mapping\n")
+    with pytest.raises(ConfigError, match="must hold a mapping of config fields"):
+        load_config(Sample, config, Flags())
+
+
+def test_a_flag_not_given_leaves_the_field_to_the_file() -> None:
+    flags = Flags()
+    flags.give("count", None, "--count")
+    assert flags == {} and flags.names == {}
