@@ -32,7 +32,7 @@ def test_help_lists_the_stages_with_their_defaults():
     assert top.exit_code == 0 and "data" in top.output and "synth" in top.output
     collect = runner.invoke(app, ["data", "collect", "--help"], env={"COLUMNS": "200"})
     assert collect.exit_code == 0
-    assert "Attempts per question (ParaManager: 8);" in collect.output and "[default: (8)]" in collect.output
+    assert "Attempts per question (ParaManager: 8)." in collect.output and "[default: (8)]" in collect.output
     for command in (["data", "filter-rl"], ["data", "curriculum"], ["data", "classify-failures"],
                     ["data", "preferences"], ["synth", "domain"]):  # fmt: skip
         assert runner.invoke(app, [*command, "--help"]).exit_code == 0
