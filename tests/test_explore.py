@@ -197,7 +197,8 @@ def test_homogeneous_groups_are_replaced_by_fresh_questions() -> None:
 
     calls: dict[str, int] = {}
 
-    async def rollout(question: str, seed: int, preference=None) -> Trajectory:
+    async def rollout(task, seed: int, preference=None) -> Trajectory:
+        question = task.question
         value = int(question.split()[2])  # questions 0-2: every rollout right; 3-5: every other one wrong
         calls[question] = calls.get(question, 0) + 1
         answer = str(2 * value) if value < 3 or calls[question] % 2 else "0"

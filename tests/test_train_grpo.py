@@ -117,7 +117,8 @@ def scripted_rollouts(seen: list[tuple[str, int]]):
     (question, seed) of every rollout in ``seen``."""
     rng = random.Random(0)
 
-    def rollout(question: str, seed: int, preference: Preference | None = None):
+    def rollout(task, seed: int, preference: Preference | None = None):
+        question = task.question  # the trainer hands each rollout its task (question, gold, verifier)
         seen.append((question, seed))
         a, b = map(int, re.findall(r"\d+", question))
         return arithmetic_trajectory(a, b, answer=a * b + int(rng.random() < 0.5))

@@ -22,7 +22,7 @@ from podium.core.trajectory import Trajectory
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.train.config import GRPOConfig
-from podium.train.rollouts import RolloutSource, collect
+from podium.train.rollouts import RolloutSource, Task, collect
 from podium.train.samples import NO_TURN
 from podium.train.scoring import RewardScorer, Scored, group_result, path_probability, task_preference
 
@@ -30,7 +30,7 @@ from podium.train.scoring import RewardScorer, Scored, group_result, path_probab
 class ExploringSource(Protocol):
     """A rollout source that can play every path of an episode's action tree (``advantage: expected``)."""
 
-    async def explore(self, question: str, seed: int, preference: Preference | None = None) -> list[Trajectory]: ...
+    async def explore(self, task: Task, seed: int, preference: Preference | None = None) -> list[Trajectory]: ...
 
 
 class GroupMaker:
@@ -81,11 +81,11 @@ class GroupMaker:
         size, preference = self.config.group_size, task_preference(task)
         if self.config.advantage != "expected":
             count = self.config.rollout.concurrency
-            return await collect(self.rollouts, [task.question] * size, [seed] * size, [preference] * size, count)
+            return await collect(self.rollouts, [task] * size, [seed] * size, [preference] * size, count)
         explorer = getattr(self.rollouts, "explore", None)
         if explorer is None:
             raise ConfigError("advantage 'expected' needs a rollout source that explores (Podium's executor rollouts)")
-        paths: list[Trajectory] = await explorer(task.question, seed, preference)
+        paths: list[Trajectory] = await explorer(task, seed, preference)
         if len(paths) != size:
             raise ConfigError(f"task {task.id} has {len(paths)} action paths; with advantage 'expected' set group_size "
                               f"to {len(paths)} (every path is one row)")  # fmt: skip

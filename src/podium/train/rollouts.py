@@ -1,7 +1,9 @@
 """Where GRPO rollouts come from: :meth:`podium.solve.system.System.solve` (the code path of inference, evaluation
 and serving) driving the policy being trained, with ToolOrchestra's per-instance knobs (random tool subset, random
-price sheet), in this process or on Ray workers (:class:`RayRollouts`). The source is injectable: anything that
-maps ``(question, seed, preference)`` to a trajectory will do (tests script them)."""
+price sheet), in this process or on Ray workers (:class:`RayRollouts`). A rollout solves its task as evaluation and
+data collection do (the item's question with its answer format; the answer extracted for its verifier), so the
+policy is trained on the prompts it is evaluated on. The source is injectable: anything that maps ``(task, seed,
+preference)`` to a trajectory will do (tests script them)."""
 
 import inspect
 import random
@@ -16,6 +18,7 @@ from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
+from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.pool.pool import Pool, build_pool
 from podium.runtime import RunConfig
@@ -24,14 +27,17 @@ from podium.solve.runner import BatchRunner, MemoryLog
 from podium.solve.system import System
 from podium.train.config import RolloutConfig
 
+Task = BenchmarkItem | str
+"""What a rollout solves: an RL task (an item with its gold and verifier) or a question as written."""
+
 
 class RolloutSource(Protocol):
-    """Produces one rollout: a trajectory of the current policy on ``question``. ``seed`` names the instance
-    (its tool subset, price sheet and blind labels): the rollouts of one GRPO group share it, and differ only
-    through sampling."""
+    """Produces one rollout: a trajectory of the current policy on ``task``. ``seed`` names the instance (its tool
+    subset, price sheet and blind labels): the rollouts of one GRPO group share it, and differ only through
+    sampling."""
 
     def __call__(
-        self, question: str, seed: int, preference: Preference | None = None
+        self, task: Task, seed: int, preference: Preference | None = None
     ) -> Trajectory | Awaitable[Trajectory]: ...
 
 
@@ -44,14 +50,14 @@ class Placed(Record):
 
 async def collect(
     source: RolloutSource,
-    questions: Sequence[str],
+    tasks: Sequence[Task],
     seeds: Sequence[int],
     preferences: Sequence[Preference | None],
     concurrency: int,
 ) -> list[Trajectory]:
     """Every rollout of a generation batch, at most ``concurrency`` at once (a :class:`BatchRunner` without a
     cap, keeping them in memory), in order."""
-    runs = list(zip(questions, seeds, preferences, strict=True))
+    runs = list(zip(tasks, seeds, preferences, strict=True))
 
     async def one(index: int) -> Placed:
         result = source(*runs[index])
@@ -126,7 +132,7 @@ class ExecutorRollouts:
 
     async def __call__(
         self,
-        question: str,
+        task: Task,
         seed: int,
         preference: Preference | None = None,
         *,
@@ -136,15 +142,15 @@ class ExecutorRollouts:
         server session)."""
         pool, orchestrator, settings = self.instance(seed, orchestrator)
         return await self.system.solve(
-            question, seed=seed, preference=preference, settings=settings, pool=pool, orchestrator=orchestrator
+            task, seed=seed, preference=preference, settings=settings, pool=pool, orchestrator=orchestrator
         )
 
-    async def explore(self, question: str, seed: int, preference: Preference | None = None) -> list[Trajectory]:
+    async def explore(self, task: Task, seed: int, preference: Preference | None = None) -> list[Trajectory]:
         """Every path of the episode's action tree (:mod:`podium.runtime.explore`), each turn scored by the
         current policy: the group of the ``expected`` advantage."""
         pool, orchestrator, settings = self.instance(seed)
         return await self.system.explore(
-            question, seed=seed, preference=preference, settings=settings, pool=pool, scorer=orchestrator
+            task, seed=seed, preference=preference, settings=settings, pool=pool, scorer=orchestrator
         )
 
 
@@ -164,8 +170,8 @@ class RayRollouts:
         count, per_replica = replica_count(config.concurrency)
         self.replicas = Replicas(partial(served_policy_rollouts, config, served_model), count, per_replica=per_replica)
 
-    async def __call__(self, question: str, seed: int, preference: Preference | None = None) -> Trajectory:
-        trajectory: Trajectory = await self.replicas.call("__call__", question, seed, preference)
+    async def __call__(self, task: Task, seed: int, preference: Preference | None = None) -> Trajectory:
+        trajectory: Trajectory = await self.replicas.call("__call__", task, seed, preference)
         return trajectory
 
     def stop(self) -> None:

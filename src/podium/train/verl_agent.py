@@ -63,7 +63,7 @@ class PodiumAgentLoop(AgentLoopBase):
         backend = VerlServerBackend(self.server_manager, self.tokenizer, sampling_params, self.settings.model.name)
         # The instance seed comes from the task, so the n rollouts verl draws for it share tools, prices and labels.
         seed = self.settings.seed * 1_000_003 + int(info["index"])
-        trajectory = await self.rollouts(item.question, seed, task_preference(item), orchestrator=backend)
+        trajectory = await self.rollouts(item, seed, task_preference(item), orchestrator=backend)
         reward = await sample_reward(self.scorer, item, trajectory)
         length = self.config.actor_rollout_ref.rollout.response_length
         return AgentLoopOutput(
