@@ -30,9 +30,11 @@ demo: setup
 demo-untrained:
 	$(MAKE) demo DEMO_POOL=examples/demo/pool.yaml
 
+# One pytest-xdist worker per core (at most 4: each loads its own models); tests marked xdist_group share a worker.
+TEST_WORKERS ?= auto
 test: setup
 	@./scripts/install-system-deps.sh --for-tests
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --maxprocesses 4 --dist loadgroup
 
 # Tests of extras too heavy for every machine: llama.cpp's server is compiled from source (minutes).
 test-extras: setup

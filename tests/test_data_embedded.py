@@ -32,7 +32,8 @@ from podium.data.solver import worker_solver
 from podium.envs import load_domain
 from podium.solve.records import Funnel
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# One test worker for the module: two of its tests share the collection the module fixture runs.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("data_embedded")]
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
 QUIZ = str(EXAMPLES / "quiz.jsonl")
 

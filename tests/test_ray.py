@@ -23,6 +23,8 @@ from podium.serve.model_server import serving_in_thread  # noqa: E402
 from podium.train.config import RolloutConfig  # noqa: E402
 from podium.train.rollouts import RayRollouts, collect  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("ray")  # one Ray instance: the module's tests share one test worker
+
 PRICE = {"input_per_mtok": 100.0, "output_per_mtok": 100.0}
 """Each attempt costs a few cents: its system prompt is a few hundred tokens."""
 

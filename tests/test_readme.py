@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -36,7 +37,7 @@ README_COMMANDS: dict[str, list[str]] = {
     "podium env list": [],
     "podium env replay retail --task 46": [],
     "podium env run airline --task 7 --max-turns 1 --allow python": ["--user-turns", "1", "--user-tokens", "16"],
-    "podium train sft --config examples/data/train_sft.yaml": ["--max-steps", "1"],
+    "podium train sft --config examples/data/train_sft.yaml": ["--max-steps", "1", "--trajectories", "short.jsonl"],
     "podium train grpo --config examples/data/train_grpo.yaml": [],
     "podium eval --benchmark gsm8k --system examples/systems/embedded-single-model.yaml --limit 2 --out runs/gsm8k": [
         "--limit",
@@ -142,6 +143,10 @@ def test_model_commands(workdir, command):
     assert completed.stdout.strip()
 
 
+SFT_BATCH = 8
+"""Sequences in one optimiser step of the SFT example (batch_size 2 × gradient_accumulation_steps 4)."""
+
+
 @pytest.mark.slow
 def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir):
     grpo = "podium train grpo --config examples/data/train_grpo.yaml"
@@ -149,6 +154,12 @@ def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir)
     assert early.returncode == 2
     (line,) = early.stderr.strip().splitlines()
     assert "no checkpoint at checkpoints/sft" in line and "podium train sft" in line
+    # The example's one step trains on its shortest trajectories (about 100 tokens each, against 600 on average).
+    config = yaml.safe_load((ROOT / "examples" / "data" / "train_sft.yaml").read_text(encoding="utf-8"))
+    assert config["batch_size"] * config["gradient_accumulation_steps"] == SFT_BATCH
+    [trajectories] = config["trajectories"]
+    lines = (ROOT / trajectories).read_text(encoding="utf-8").splitlines()
+    (workdir / "short.jsonl").write_text("".join(f"{line}\n" for line in sorted(lines, key=len)[:SFT_BATCH]))
     sft = podium(workdir, "podium train sft --config examples/data/train_sft.yaml")
     assert sft.returncode == 0, sft.stderr
     assert (workdir / "checkpoints" / "sft" / "config.json").exists()
@@ -237,7 +248,10 @@ def test_serve_answers_the_readme_client(workdir):
     client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
     assert client, "the README's client example is missing"
     serve = shlex.split("podium serve --port 8000")[1:-2]
-    completed = run_readme_client(workdir, serve, client.group(1), timeout=600)
+    # One orchestrator turn instead of the README's two, as the model commands above run with fewer turns.
+    assert '"max_turns": 2' in client.group(1)
+    code = client.group(1).replace('"max_turns": 2', '"max_turns": 1')
+    completed = run_readme_client(workdir, serve, code, timeout=600)
     assert completed.returncode == 0, completed.stderr
     assert "CompletionUsage" in completed.stdout
 

@@ -102,6 +102,23 @@ def test_read_corpus_names_the_line_of_each_problem(tmp_path):
         read_corpus(tmp_path / "missing.jsonl")
 
 
+def test_rewriting_a_corpus_swaps_the_whole_file_in(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    write_corpus(SMALL_CORPUS[:3], path)
+    before = path.stat().st_ino
+
+    def failing_midway():
+        yield SMALL_CORPUS[3]
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_corpus(failing_midway(), path)
+    assert read_corpus(path) == SMALL_CORPUS[:3] and sorted(tmp_path.iterdir()) == [path]
+    # A reader that opened the old file keeps reading it whole: the new content is another file.
+    assert write_corpus(SMALL_CORPUS, path) == len(SMALL_CORPUS) and path.stat().st_ino != before
+    assert read_corpus(path) == SMALL_CORPUS
+
+
 def test_hotpot_file_becomes_a_corpus_of_distinct_titled_passages(tmp_path):
     passages = hotpot_passages()
     assert len(passages) == 991  # 1,000 context paragraphs, one of them shared by two questions
