@@ -92,9 +92,13 @@ def test_hundreds_of_concurrent_calls_match_sequential_results(hotpot_index):
     calls += [ToolCall(name="local_search", arguments={"query_list": questions[i : i + 8]}) for i in range(0, 32, 8)]
     results = asyncio.run(call_concurrently(registry, calls))
     assert all(result.status is Status.OK for result in results), {r.reason for r in results if not r.ok}
+    # The same passages in the same order; a score may differ in its last float bits, as a query embedded in
+    # another batch (concurrent calls are batched together) goes through other BLAS kernels.
     for result in results:
         for answer in result.value["results"]:
-            assert answer["passages"] == [hit.to_dict() for hit in expected[answer["query"]]]
+            hits = [hit.to_dict() for hit in expected[answer["query"]]]
+            assert [{**p, "score": None} for p in answer["passages"]] == [{**h, "score": None} for h in hits]
+            assert [p["score"] for p in answer["passages"]] == pytest.approx([h["score"] for h in hits], abs=1e-5)
 
 
 def test_local_search_without_an_index_says_how_to_build_one(tmp_path):
