@@ -65,6 +65,8 @@ CLAIM := experiments/claim
 CLAIM_RUNS ?= runs/claim
 CLAIM_LIMIT ?=
 CLAIM_PRICES ?=
+# Test questions of each unseen-price sweep point in `make claim` (each adapter takes about 2 s per question here).
+CLAIM_SWEEP_LIMIT ?= 100
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 --quiet \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
@@ -75,7 +77,8 @@ claim: $(VENV)/.installed
 	$(BIN)/podium train grpo --config $(CLAIM)/grpo.yaml
 	$(MAKE) claim-eval CLAIM_OUT=$(CLAIM)/results
 	for sheet in $(CLAIM)/prices/sweep-*.yaml; do \
-	  $(MAKE) claim-eval CLAIM_PRICES=$$sheet CLAIM_OUT=$(CLAIM)/results/$$(basename $$sheet .yaml) || exit 1; done
+	  $(MAKE) claim-eval CLAIM_PRICES=$$sheet CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT) \
+	    CLAIM_OUT=$(CLAIM)/results/$$(basename $$sheet .yaml) || exit 1; done
 
 # The committed adapters and every router on the test split; the last line printed is one JSON object.
 claim-eval: $(VENV)/.installed
