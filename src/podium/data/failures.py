@@ -20,6 +20,7 @@ from pydantic import Field, NonNegativeFloat, PositiveInt
 
 from podium.backends.base import ChatBackend
 from podium.core.budget import StopReason
+from podium.core.files import write_atomically
 from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.constraints import Constraint, ConstraintSet
@@ -29,7 +30,7 @@ from podium.data.llm import Prompt, StepModel, ask_json, load_prompt, request_bo
 from podium.data.provenance import podium_version
 from podium.data.traces import infrastructure_failure, render_trace
 from podium.pool.config import PoolConfig
-from podium.solve.jsonl import JsonlLog, write_atomically, write_jsonl
+from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, Funnel, Provenance
 
 STAGE = "classify-failures"

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from podium import __version__
+from podium.core.files import write_atomically
 from podium.core.printable import printable
-from podium.solve.jsonl import write_atomically
 from podium.solve.records import FUNNEL_FILE, Funnel, FunnelStep
 
 V = TypeVar("V")

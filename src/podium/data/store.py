@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from podium.core.files import write_atomically
 from podium.core.record import Record
 from podium.errors import PodiumError
-from podium.solve.jsonl import write_atomically
 
 STAGE_FILE = "stage.json"
 """The manifest of a stage directory."""

@@ -9,7 +9,6 @@ figure the sample rules out, praise for a worker that mostly failed) are left ou
 
 import hashlib
 import json
-import os
 import random
 import re
 import time
@@ -22,6 +21,7 @@ import yaml
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.answers import extract_answer
+from podium.core.files import write_atomically
 from podium.core.messages import Message
 from podium.errors import ConfigError
 from podium.graders.math import MathVerifier
@@ -253,6 +253,4 @@ def record_description(path: str | Path, worker: str, entry: WorkerDescription) 
     data = descriptions.model_dump(mode="json")
     as_json = path.suffix.lower() == ".json"
     text = json.dumps(data, indent=2) + "\n" if as_json else yaml.safe_dump(data, sort_keys=False)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomically(path, text)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from podium.core.budget import StopReason
+from podium.core.files import write_atomically
 from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
@@ -32,7 +33,7 @@ from podium.evaluate.rundir import hold_run_directory
 from podium.evaluate.systems import System, attempt_bound
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
-from podium.solve.jsonl import JsonlLog, rejected_path, write_atomically
+from podium.solve.jsonl import JsonlLog, rejected_path
 from podium.solve.records import GradedTrajectory as EvalRecord
 from podium.solve.records import read_graded as read_results
 from podium.solve.runner import BatchRunner

@@ -1,13 +1,12 @@
 """Corpora: JSONL files of passages (``id``, ``title``, ``text``), and their chunking into overlapping windows."""
 
 import json
-import os
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from podium.core.files import replaced_atomically
 from podium.retrieval.errors import CorpusError
 
 _WORD = re.compile(r"\S+")
@@ -80,23 +79,16 @@ def read_corpus(path: str | Path) -> list[Passage]:
 
 
 def write_corpus(passages: Iterable[Passage], path: str | Path) -> int:
-    """Write passages as JSONL; returns how many were written.
-
-    The file is written beside ``path`` under this process's name and then swapped in, so that a process reading
-    the corpus while another rewrites it (the HotpotQA corpus is rewritten at each index check) never sees half.
-    """
+    """Write passages as JSONL; returns how many were written. The file is replaced whole, so that a process
+    reading the corpus while another rewrites it (the HotpotQA corpus is rewritten at each index check) never sees
+    half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     count = 0
-    try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            for passage in passages:
-                handle.write(json.dumps(asdict(passage), ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with replaced_atomically(path) as handle:
+        for passage in passages:
+            handle.write(json.dumps(asdict(passage), ensure_ascii=False) + "\n")
+            count += 1
     return count
 
 

@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from podium.core.files import write_atomically
 from podium.core.trajectory import to_json_line
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
@@ -67,17 +68,6 @@ def tasks_benchmark(path: str | Path) -> Benchmark:
     if len(kinds) != 1:
         raise RecordError(f"{path}: a tasks file to evaluate needs items of one verifier kind, found {kinds or 'none'}")
     return Benchmark(Path(path).stem, kinds[0], f"tasks of {path}", lambda _directory: iter(items))
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a synced temporary file, so that a crash leaves either the old or
-    the new content, never half."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 def write_jsonl(path: Path, rows: Iterable[BaseModel]) -> int:

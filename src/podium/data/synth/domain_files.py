@@ -6,8 +6,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from podium.core.files import write_atomically
 from podium.core.record import Record
-from podium.solve.jsonl import write_atomically
 
 
 class Candidate(Record):

@@ -5,6 +5,7 @@ from collections import Counter
 from pathlib import Path
 
 from podium.backends.base import ChatBackend
+from podium.core.files import write_atomically
 from podium.data.common import finish_stage, open_stage
 from podium.data.provenance import podium_version
 from podium.data.solver import Solver
@@ -14,7 +15,6 @@ from podium.data.synth.filters import golden_problem, pass_at_k, solvable_withou
 from podium.data.synth.pipeline import STAGE, Synthesis
 from podium.data.synth.steps import database_excerpt
 from podium.envs import Domain, load_domain
-from podium.solve.jsonl import write_atomically
 from podium.solve.records import Funnel
 
 PROVENANCE_FILE = "provenance.json"

@@ -15,7 +15,6 @@ and response at the model's list price.
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -25,6 +24,7 @@ from podium import core
 from podium.backends.replay import ReplayBackend, count_tokens, normalise
 from podium.cache import cache_dir
 from podium.core.answers import extract_answer
+from podium.core.files import write_atomically
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import get_benchmark, shared_data_dir
@@ -146,9 +146,7 @@ class GradedCache:
     def save(self) -> None:
         """Write the cache file (atomically) when something was graded."""
         if self.changed:
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(self.entries))
-            os.replace(temporary, self.path)
+            write_atomically(self.path, json.dumps(self.entries))
 
 
 def in_split(items: list[RoutingItem], split: Split) -> list[RoutingItem]:
