@@ -65,10 +65,10 @@ CLAIM := experiments/claim
 CLAIM_RUNS ?= runs/claim
 CLAIM_LIMIT ?=
 CLAIM_PRICES ?=
-# Test questions of each unseen-price sweep point in `make claim` (each adapter takes about 2 s per question here).
+# Test questions of each unseen-price sweep point in `make claim` (each adapter takes about 1.5 s per question here).
 CLAIM_SWEEP_LIMIT ?= 100
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
-CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 --quiet \
+CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
 claim: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
@@ -83,8 +83,10 @@ claim: $(VENV)/.installed
 # The committed adapters and every router on the test split; the last line printed is one JSON object.
 claim-eval: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
-	$(CLAIM_EVAL) --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
-	$(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
+	@# The two adapters side by side, each decoding on one CPU thread; the GRPO run shows the progress.
+	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG) & sft=$$!; \
+	  $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG); grpo=$$?; \
+	  wait $$sft && test $$grpo -eq 0
 	$(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \

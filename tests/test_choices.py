@@ -91,5 +91,24 @@ def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
     cached = asyncio.run(backend.generate(extended, choices=words)).choice_probs
     fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
     assert asyncio.run(fresh.generate(extended, choices=words)).choice_probs == pytest.approx(cached, rel=1e-4)
+    ran: list[int] = []
+    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
+                                           with_kwargs=True)  # fmt: skip
+    sibling = [messages[0], Message(role="user", content="What is 56 * 78?")]  # shares only the system prompt
+    shared = asyncio.run(backend.generate(sibling, choices=words)).choice_probs
+    hook.remove()
+    sibling_tokens = len(tokenizer.apply_chat_template(
+        [{"role": m.role, "content": m.content} for m in sibling], add_generation_prompt=True, tokenize=True,
+        return_dict=True,
+    )["input_ids"])  # fmt: skip
+    assert 0 < ran[0] < sibling_tokens - 4, "the shared system prompt is not run again"
+    assert asyncio.run(fresh.generate(sibling, choices=words)).choice_probs == pytest.approx(shared, rel=1e-4)
+    with torch.no_grad():
+        next(model.parameters()).mul_(1.5)  # an RL step changes the live weights in place
+    backend.weights_changed()
+    updated = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
+    after = asyncio.run(backend.generate(extended, choices=words)).choice_probs
+    assert after == pytest.approx(asyncio.run(updated.generate(extended, choices=words)).choice_probs, rel=1e-4)
+    assert after != pytest.approx(cached, rel=1e-4)
     forced = asyncio.run(backend.generate(messages, choices=["answer"]))
     assert (forced.text, forced.choice_probs, forced.output_tokens) == ("answer", {"answer": 1.0}, 0)

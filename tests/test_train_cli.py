@@ -12,6 +12,7 @@ pytest.importorskip("trl")
 import yaml
 from typer.testing import CliRunner
 
+from podium.backends.local import LocalBackend
 from podium.cli.train import app as train_app
 from podium.core.trajectory import write_trajectories
 from podium.train.config import GRPOConfig, SFTConfig
@@ -26,7 +27,7 @@ def write(path, data) -> str:
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="the python tool runs in bubblewrap")
-def test_sft_then_grpo_from_the_command_line(tmp_path) -> None:
+def test_sft_then_grpo_from_the_command_line(tmp_path, monkeypatch) -> None:
     tokenizer = tiny_tokenizer()
     start = tmp_path / "start"
     tiny_model(tokenizer).save_pretrained(start)
@@ -57,9 +58,12 @@ def test_sft_then_grpo_from_the_command_line(tmp_path) -> None:
             "rollout": {"max_turns": 2, "max_tokens": 8},
         },
     )
+    forgotten: list[object] = []
+    monkeypatch.setattr(LocalBackend, "weights_changed", lambda backend: forgotten.append(backend))
     result = runner.invoke(train_app, ["grpo", "--config", grpo, "--model", str(tmp_path / "sft"), "--max-steps", "1"])
     assert result.exit_code == 0, result.output
     assert "trained 1 steps" in result.output and (tmp_path / "grpo" / "model.safetensors").exists()
+    assert forgotten, "the rollouts' backend must forget what it cached of the weights before each batch"
 
 
 def test_invalid_configs_exit_2_with_the_field(tmp_path) -> None:

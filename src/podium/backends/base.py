@@ -219,6 +219,10 @@ class ChatBackend(ABC):
         """The same model charged at ``price`` (a per-instance price sheet); it shares this backend's state."""
         return RepricedBackend(self, price)
 
+    def weights_changed(self) -> None:
+        """The model's weights were updated in place (an RL step on live weights): forget whatever was computed
+        with the old ones. Backends that cache nothing of their weights have nothing to forget."""
+
 
 class RepricedBackend(ChatBackend):
     """Another backend's model at another price."""

@@ -74,6 +74,10 @@ class LocalBackend(ChatBackend):
         backend._loaded = (require_extra("local", "torch"), model, tokenizer)
         return backend
 
+    def weights_changed(self) -> None:
+        """Forget the cached prompts: their keys, values and logits came from the weights before the update."""
+        self._prompts = PromptCache()
+
     def load(self) -> tuple[Any, Any, Any]:
         """Load (once) and return ``(torch, model, tokenizer)``."""
         with self._load_lock:
@@ -155,11 +159,7 @@ class LocalBackend(ChatBackend):
         prompt = [int(token) for token in inputs["input_ids"][0]]
 
         def next_logits(prefix: Sequence[int]) -> Any:
-            if not prefix:
-                return self._prompts.last_logits(torch, model, prompt)
-            ids = torch.tensor([[*prompt, *prefix]], device=model.device)
-            with torch.inference_mode():
-                return model(input_ids=ids).logits[0, -1].float()
+            return self._prompts.last_logits(torch, model, [*prompt, *prefix])
 
         decoded = decode_choice(sequences, next_logits, temperature=request.temperature, rng=random.Random(seed))
         text = request.choices[decoded.index]
@@ -208,9 +208,10 @@ class LocalBackend(ChatBackend):
 
 
 class PromptCache:
-    """The key/value caches and last logits of recent prompts (least recently used dropped first). A prompt that
-    extends a cached one, as the next turn of an episode extends the last, runs only its new tokens; a prompt
-    asked again (every path of an explored episode starts alike) runs none."""
+    """The key/value caches and last logits of recent prompts (least recently used dropped first). A prompt runs
+    only the tokens after the longest prefix it shares with a cached prompt: the next turn of an episode extends
+    the last, the episodes of a run share their system prompt, and a prompt asked again (every path of an explored
+    episode starts alike) runs none. Only the last position's logits are computed."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
@@ -222,16 +223,31 @@ class PromptCache:
         if key in self.entries:
             self.entries.move_to_end(key)
             return self.entries[key][1]
-        base = max((k for k in self.entries if len(k) < len(key) and key[: len(k)] == k), key=len, default=())
-        past = copy.deepcopy(self.entries[base][0]) if base else None
+        base, shared = self._longest_shared_prefix(key)
+        past = None
+        if shared:
+            past = copy.deepcopy(self.entries[base][0])
+            if shared < len(base):
+                past.crop(shared - len(base))  # a negative count removes that many cached tokens from the end
         with torch.inference_mode():
-            ids = torch.tensor([list(key[len(base) :])], device=model.device)
-            output = model(input_ids=ids, cache=past, use_cache=True)
+            ids = torch.tensor([list(key[shared:])], device=model.device)
+            output = model(input_ids=ids, cache=past, use_cache=True, logits_to_keep=1)
         logits = output.logits[0, -1].float()
         self.entries[key] = (output.cache, logits)
         while len(self.entries) > self.size:
             self.entries.popitem(last=False)
         return logits
+
+    def _longest_shared_prefix(self, key: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+        """The cached prompt sharing the longest prefix with ``key``, and that prefix's length; at least one token
+        of ``key`` is left to run, since the logits after it are needed."""
+        best: tuple[tuple[int, ...], int] = ((), 0)
+        for cached in self.entries:
+            limit = min(len(cached), len(key) - 1)
+            shared = next((i for i in range(limit) if cached[i] != key[i]), limit)
+            if shared > best[1]:
+                best = (cached, shared)
+        return best
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:

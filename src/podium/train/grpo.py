@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from podium.backends.base import ChatBackend
 from podium.core.trajectory import Trajectory
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
@@ -48,6 +49,7 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         rollouts: RolloutSource,
         scorer: RewardScorer,
         config: GRPOConfig,
+        policy: ChatBackend | None = None,
     ) -> None:
         datasets = require_extra("train", "datasets")
         datasets.disable_progress_bars()
@@ -55,6 +57,7 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         self.task_of = task_index(self.tasks)
         self.groups = GroupMaker(rollouts, scorer, config, self.tasks)
         self.podium = config
+        self.policy = policy
         self.chat = ChatFormat(tokenizer)
         self.turn_advantages: dict[tuple[int, ...], list[float]] = {}
         super().__init__(
@@ -106,6 +109,8 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
 
     def _groups(self, tasks: list[BenchmarkItem]) -> list[list[Scored]]:
         """The scored groups of the batch's tasks, played with the current weights in eval mode."""
+        if self.policy is not None:
+            self.policy.weights_changed()
         model = self.accelerator.unwrap_model(self.model)
         training = model.training
         model.eval()
@@ -212,6 +217,7 @@ def run_grpo(
     device = resolve_device(config.device)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model, device)
+    backend = None
     if rollouts is None:
         backend = policy_backend(config.rollout, model, tokenizer, config.model.name, str(model_source(config.model)))
         executor_rollouts = ExecutorRollouts.from_config(config.rollout, backend)
@@ -229,6 +235,7 @@ def run_grpo(
             rollouts=rollouts,
             scorer=RewardScorer(config.reward, tools or []),
             config=config,
+            policy=backend,
         )
     trainer.train()
     output = Path(config.output_dir)
