@@ -222,6 +222,7 @@ class ChatBackend(ABC):
     def weights_changed(self) -> None:
         """The model's weights were updated in place (an RL step on live weights): forget whatever was computed
         with the old ones. Backends that cache nothing of their weights have nothing to forget."""
+        return
 
 
 class RepricedBackend(ChatBackend):
@@ -239,6 +240,9 @@ class RepricedBackend(ChatBackend):
 
     def prompt_token_bound(self, messages: Sequence[Message]) -> int:
         return self.inner.prompt_token_bound(messages)
+
+    def weights_changed(self) -> None:
+        self.inner.weights_changed()
 
 
 def _completion_problem(completion: Any) -> str | None:
