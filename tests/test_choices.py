@@ -112,3 +112,33 @@ def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
     assert after != pytest.approx(cached, rel=1e-4)
     forced = asyncio.run(backend.generate(messages, choices=["answer"]))
     assert (forced.text, forced.choice_probs, forced.output_tokens) == ("answer", {"answer": 1.0}, 0)
+
+
+def test_a_local_model_generates_from_the_cached_prompt_prefix() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from podium.backends.local import LocalBackend, LocalBackendConfig
+    from tests.test_train_support import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer)
+    backend = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
+    first = [Message(role="system", content="Answer briefly."), Message(role="user", content="What is 12 * 34?")]
+    reply = asyncio.run(backend.generate(first, max_tokens=6))
+    second = [*first, Message(role="assistant", content=reply.text), Message(role="user", content="And 56 * 78?")]
+    ran: list[int] = []
+    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
+                                           with_kwargs=True)  # fmt: skip
+    cached = asyncio.run(backend.generate(second, max_tokens=6))
+    hook.remove()
+    assert 0 < ran[0] < cached.input_tokens - reply.input_tokens + 4, "the first turn is not run again"
+    fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
+    assert asyncio.run(fresh.generate(second, max_tokens=6)).text == cached.text
+    off = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny", prompt_cache_tokens=0))
+    asyncio.run(off.generate(first, max_tokens=6))
+    ran.clear()
+    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
+                                           with_kwargs=True)  # fmt: skip
+    assert asyncio.run(off.generate(second, max_tokens=6)).text == cached.text
+    hook.remove()
+    assert ran[0] == cached.input_tokens, "with no cache the whole prompt runs"

@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 
 pytest.importorskip("tau2", reason="the tau2 extra is not installed")
 
-from podium.backends.embedded import EMBEDDED_MODEL
 from podium.backends.scripted import ScriptedBackend
 from podium.cli.env import app as env_app
 from podium.core.budget import StopReason
@@ -24,7 +23,7 @@ from podium.envs.user_simulator import DEFAULT_GREETING, STOP_TOKEN
 from podium.errors import ConfigError
 from podium.graders.environment import EnvironmentVerifier
 from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import build_pool, embedded_pool_config
+from podium.pool.pool import build_pool
 from podium.runtime import RunConfig
 
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
@@ -203,23 +202,3 @@ def test_env_run_command_prints_the_tau2_reward_and_the_strict_verdict(tmp_path)
     assert trace.read_text().count("\n") == 1
     missing = CliRunner().invoke(env_app, ["run", "airline", "--task", "nope", "--pool", str(path)])
     assert missing.exit_code == 2 and "no task" in missing.output
-
-
-@pytest.mark.slow
-@needs_data
-def test_an_airline_task_runs_end_to_end_on_the_embedded_model():
-    airline = load_domain("airline")
-    task = airline.task("7")
-    pool = build_pool(embedded_pool_config())
-    # The domain's tools only: a shorter prompt. The budget holds the largest call with little free text.
-    config = RunConfig(max_turns=2, max_tokens=1200, allow=[])
-    user = UserSimulatorConfig(max_turns=2, max_tokens=24)
-    episode = asyncio.run(run_task(pool, config, airline, task, user=user))
-    trajectory = episode.trajectory
-    assert 1 <= len(trajectory.turns) <= 2 and trajectory.metadata["constrained"]
-    assert trajectory.metadata["user_model"] == EMBEDDED_MODEL and trajectory.metadata["user_turns"] >= 1
-    assert trajectory.stop_reason in {StopReason.MAX_TURNS, StopReason.ENV_DONE, StopReason.MAX_PARSE_ERRORS}
-    grade = grade_trajectory(airline, task, trajectory)
-    assert trajectory.metadata["env_db_hash"] == episode.environment.db_hash()
-    verdict = asyncio.run(EnvironmentVerifier(airline).verify(trajectory, task))
-    assert verdict.error is None and verdict.correct == (grade.reward == 1.0)

@@ -6,6 +6,7 @@ the test adds to keep it small and offline (fewer turns, steps or items; a free 
 directory where ``examples/`` is the repository's, so whatever it writes stays in that directory.
 """
 
+import asyncio
 import glob
 import json
 import os
@@ -36,7 +37,14 @@ README_COMMANDS: dict[str, list[str]] = {
     'podium index search my-index "parallel tool calls" -k 2': [],
     "podium env list": [],
     "podium env replay retail --task 46": [],
-    "podium env run airline --task 7 --max-turns 1 --allow python": ["--user-turns", "1", "--user-tokens", "16"],
+    "podium env run airline --task 7 --max-turns 1 --allow python": [
+        "--user-turns",
+        "1",
+        "--user-tokens",
+        "16",
+        "--trace",
+        "airline.jsonl",
+    ],
     "podium train sft --config examples/data/train_sft.yaml": ["--max-steps", "1", "--trajectories", "short.jsonl"],
     "podium train grpo --config examples/data/train_grpo.yaml": [],
     "podium eval --benchmark gsm8k --system examples/systems/embedded-single-model.yaml --limit 2 --out runs/gsm8k": [
@@ -134,13 +142,38 @@ def test_grade_prints_what_the_readme_shows(workdir):
         "--max-tokens 512 --allow python --trace out.jsonl",
         'podium ask "What is the capital of France?"',
         "podium describe-model smollm2 --tasks examples/tasks.jsonl --pool examples/pool.yaml -n 2",
-        "podium env run airline --task 7 --max-turns 1 --allow python",
     ],
 )
 def test_model_commands(workdir, command):
     completed = podium(workdir, command)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip()
+
+
+@pytest.mark.slow
+def test_env_run_plays_an_airline_task_on_the_embedded_model(workdir):
+    pytest.importorskip("tau2", reason="the tau2 extra is not installed")
+    from podium.backends.embedded import EMBEDDED_MODEL
+    from podium.core.budget import StopReason
+    from podium.core.trajectory import read_trajectories
+    from podium.envs import load_domain
+    from podium.envs.evaluation import grade_trajectory
+    from podium.graders.environment import EnvironmentVerifier
+
+    completed = podium(workdir, "podium env run airline --task 7 --max-turns 1 --allow python")
+    assert completed.returncode == 0, completed.stderr
+    assert "tau2_reward" in completed.stdout
+    # The episode as traced: constrained orchestrator turns, the simulated user, and one verdict from both graders.
+    [trajectory] = read_trajectories(workdir / "airline.jsonl")
+    assert len(trajectory.turns) == 1 and trajectory.metadata["constrained"]
+    assert trajectory.metadata["user_model"] == EMBEDDED_MODEL and trajectory.metadata["user_turns"] >= 1
+    assert trajectory.stop_reason in {StopReason.MAX_TURNS, StopReason.ENV_DONE, StopReason.MAX_PARSE_ERRORS}
+    assert trajectory.metadata["env_db_hash"]
+    airline = load_domain("airline")
+    task = airline.task("7")
+    grade = grade_trajectory(airline, task, trajectory)
+    verdict = asyncio.run(EnvironmentVerifier(airline).verify(trajectory, task))
+    assert verdict.error is None and verdict.correct == (grade.reward == 1.0)
 
 
 SFT_BATCH = 8
