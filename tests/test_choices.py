@@ -134,7 +134,7 @@ def test_a_local_model_generates_from_the_cached_prompt_prefix() -> None:
     assert 0 < ran[0] < cached.input_tokens - reply.input_tokens + 4, "the first turn is not run again"
     fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
     assert asyncio.run(fresh.generate(second, max_tokens=6)).text == cached.text
-    off = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny", prompt_cache_tokens=0))
+    off = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny", prompt_cache_mb=0))
     asyncio.run(off.generate(first, max_tokens=6))
     ran.clear()
     hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
@@ -142,3 +142,23 @@ def test_a_local_model_generates_from_the_cached_prompt_prefix() -> None:
     assert asyncio.run(off.generate(second, max_tokens=6)).text == cached.text
     hook.remove()
     assert ran[0] == cached.input_tokens, "with no cache the whole prompt runs"
+
+
+def test_the_prompt_cache_keeps_the_latest_prompts_within_its_memory() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from podium.backends.local import PromptCache, kv_bytes
+    from tests.test_train_support import tiny_model, tiny_tokenizer
+
+    model = tiny_model(tiny_tokenizer())
+    probe = PromptCache(max_bytes=2**30)
+    probe.last_logits(torch, model, list(range(10, 20)))
+    ten_tokens = kv_bytes(probe.entries[tuple(range(10, 20))][0])
+    assert ten_tokens > 0
+    cache = PromptCache(max_bytes=2 * ten_tokens)
+    prompts = [[start, *range(11, 20)] for start in (30, 40, 50)]  # ten tokens each, sharing no prefix
+    for prompt in prompts:
+        cache.last_logits(torch, model, prompt)
+    assert list(cache.entries) == [tuple(prompt) for prompt in prompts[1:]]
+    cache.last_logits(torch, model, list(range(60, 90)))  # thirty tokens: more than the whole budget, not kept
+    assert list(cache.entries) == [tuple(prompt) for prompt in prompts[1:]]

@@ -43,10 +43,10 @@ class LocalBackendConfig(Config):
     seed: int = 0
     """Seed of sampled (temperature > 0) generations, advanced per request for reproducible runs; a request's own
     seed takes its place."""
-    prompt_cache_tokens: NonNegativeInt = 16384
-    """Tokens of recent prompts whose keys and values are kept, so that a prompt starting like one of them (the
-    next turn of an episode, another task under the same system prompt) runs only its new tokens; 0 keeps none.
-    Memory: about 45 KB per token for SmolLM2-135M in float32 (30 layers × 2 × 192 values)."""
+    prompt_cache_mb: NonNegativeInt = 1024
+    """Memory (MB) for the keys and values of recent prompts, so that a prompt starting like one of them (the next
+    turn of an episode, another task under the same system prompt) runs only its new tokens; 0 keeps none. A token
+    takes about 45 KB for SmolLM2-135M in float32 and 0.5 MB for a 7B Llama in bfloat16."""
     cpu_threads: PositiveInt = 1
     """Torch CPU threads (process-wide). Small models decode fastest on one: SmolLM2-135M made 20.6 tok/s on
     one thread and 3.5 tok/s on two of a busy 2-core machine. Raise it for large models on idle CPUs."""
@@ -66,7 +66,7 @@ class LocalBackend(ChatBackend):
         self._loaded: tuple[Any, Any, Any] | None = None
         self._grammar_tokenizer: Any = None
         self._requests = 0
-        self._prompts = PromptCache(self.config.prompt_cache_tokens)
+        self._prompts = PromptCache(self.config.prompt_cache_mb * 2**20)
 
     @classmethod
     def from_loaded(
@@ -80,7 +80,7 @@ class LocalBackend(ChatBackend):
 
     def weights_changed(self) -> None:
         """Forget the cached prompts: their keys, values and logits came from the weights before the update."""
-        self._prompts = PromptCache(self.config.prompt_cache_tokens)
+        self._prompts = PromptCache(self.config.prompt_cache_mb * 2**20)
 
     def load(self) -> tuple[Any, Any, Any]:
         """Load (once) and return ``(torch, model, tokenizer)``."""
@@ -217,14 +217,15 @@ class LocalBackend(ChatBackend):
 
 
 class PromptCache:
-    """The key/value caches of recent prompts and the logits after each, within a budget of tokens (least recently
+    """The key/value caches of recent prompts and the logits after each, within a budget of bytes (least recently
     used dropped first). A prompt runs only the tokens after the longest prefix it shares with a cached prompt: the
     next turn of an episode extends the last, the episodes of a run share their system prompt, and a prompt asked
     again (every path of an explored episode starts alike) runs none when its logits are known, else its last token."""
 
-    def __init__(self, max_tokens: int) -> None:
-        self.max_tokens = max_tokens
-        self.entries: OrderedDict[tuple[int, ...], tuple[Any, Any]] = OrderedDict()
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[tuple[int, ...], tuple[Any, Any, int]] = OrderedDict()
+        """Each cached prompt's key/value cache, the logits after it (``None`` if not computed) and its bytes."""
 
     def last_logits(self, torch: Any, model: Any, prompt: Sequence[int]) -> Any:
         """The next-token logits after ``prompt``; only the last position's are computed."""
@@ -260,12 +261,18 @@ class PromptCache:
     def store(self, key: Sequence[int], cache: Any, logits: Any = None) -> None:
         """Keep ``cache``, which holds exactly the tokens of ``key``, and the logits after them if known."""
         key = tuple(key)
-        if len(key) > self.max_tokens:
+        size = kv_bytes(cache)
+        if size > self.max_bytes:
             return
-        self.entries[key] = (cache, logits)
+        self.entries[key] = (cache, logits, size)
         self.entries.move_to_end(key)
-        while sum(len(cached) for cached in self.entries) > self.max_tokens:
+        while sum(entry[2] for entry in self.entries.values()) > self.max_bytes:
             self.entries.popitem(last=False)
+
+
+def kv_bytes(cache: Any) -> int:
+    """The bytes of a transformers cache's keys and values."""
+    return sum(tensor.nbytes for layer in cache.layers for tensor in (layer.keys, layer.values) if tensor is not None)
 
 
 def _chat(messages: Sequence[Message]) -> list[dict[str, str]]:
