@@ -1,9 +1,12 @@
 """Exact decoding among a few words: branching positions, greedy and sampled choices, probabilities that match
-token-by-token constrained decoding, the prompt cache, and the contract every backend keeps."""
+token-by-token constrained decoding, the prompt cache (shared with generation), and the contract every backend keeps."""
 
 import asyncio
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -62,6 +65,19 @@ def test_a_backend_that_cannot_choose_refuses_and_a_reply_outside_the_set_is_mal
             messages, choices=["a"], regex="a"))  # fmt: skip
 
 
+@contextmanager
+def tokens_run(model: Any) -> Iterator[list[int]]:
+    """The number of tokens each forward pass of ``model`` runs inside the block."""
+    ran: list[int] = []
+    hook = model.register_forward_pre_hook(
+        lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        yield ran
+    finally:
+        hook.remove()
+
+
 def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")
@@ -91,12 +107,9 @@ def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
     cached = asyncio.run(backend.generate(extended, choices=words)).choice_probs
     fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
     assert asyncio.run(fresh.generate(extended, choices=words)).choice_probs == pytest.approx(cached, rel=1e-4)
-    ran: list[int] = []
-    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
-                                           with_kwargs=True)  # fmt: skip
     sibling = [messages[0], Message(role="user", content="What is 56 * 78?")]  # shares only the system prompt
-    shared = asyncio.run(backend.generate(sibling, choices=words)).choice_probs
-    hook.remove()
+    with tokens_run(model) as ran:
+        shared = asyncio.run(backend.generate(sibling, choices=words)).choice_probs
     sibling_tokens = len(tokenizer.apply_chat_template(
         [{"role": m.role, "content": m.content} for m in sibling], add_generation_prompt=True, tokenize=True,
         return_dict=True,
@@ -126,21 +139,15 @@ def test_a_local_model_generates_from_the_cached_prompt_prefix() -> None:
     first = [Message(role="system", content="Answer briefly."), Message(role="user", content="What is 12 * 34?")]
     reply = asyncio.run(backend.generate(first, max_tokens=6))
     second = [*first, Message(role="assistant", content=reply.text), Message(role="user", content="And 56 * 78?")]
-    ran: list[int] = []
-    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
-                                           with_kwargs=True)  # fmt: skip
-    cached = asyncio.run(backend.generate(second, max_tokens=6))
-    hook.remove()
+    with tokens_run(model) as ran:
+        cached = asyncio.run(backend.generate(second, max_tokens=6))
     assert 0 < ran[0] < cached.input_tokens - reply.input_tokens + 4, "the first turn is not run again"
     fresh = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny"))
     assert asyncio.run(fresh.generate(second, max_tokens=6)).text == cached.text
     off = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny", prompt_cache_mb=0))
     asyncio.run(off.generate(first, max_tokens=6))
-    ran.clear()
-    hook = model.register_forward_pre_hook(lambda _, args, kwargs: ran.append(kwargs["input_ids"].shape[1]),
-                                           with_kwargs=True)  # fmt: skip
-    assert asyncio.run(off.generate(second, max_tokens=6)).text == cached.text
-    hook.remove()
+    with tokens_run(model) as ran:
+        assert asyncio.run(off.generate(second, max_tokens=6)).text == cached.text
     assert ran[0] == cached.input_tokens, "with no cache the whole prompt runs"
 
 
