@@ -169,3 +169,19 @@ def test_the_prompt_cache_keeps_the_latest_prompts_within_its_memory() -> None:
     assert list(cache.entries) == [tuple(prompt) for prompt in prompts[1:]]
     cache.last_logits(torch, model, list(range(60, 90)))  # thirty tokens: more than the whole budget, not kept
     assert list(cache.entries) == [tuple(prompt) for prompt in prompts[1:]]
+
+
+def test_the_cache_goes_by_the_name_the_model_takes() -> None:
+    from types import SimpleNamespace
+
+    from podium.backends.local import cache_keyword, returned_cache
+
+    class Recent:
+        def forward(self, input_ids: Any = None, cache: Any = None, **kwargs: Any) -> None: ...
+
+    class Older:
+        def forward(self, input_ids: Any = None, past_key_values: Any = None, **kwargs: Any) -> None: ...
+
+    assert (cache_keyword(Recent()), cache_keyword(Older())) == ("cache", "past_key_values")
+    assert returned_cache(SimpleNamespace(cache="kv")) == "kv"
+    assert returned_cache(SimpleNamespace(past_key_values="kv")) == "kv"

@@ -3,6 +3,7 @@ grammar-constrained decoding (regular expressions and JSON schemas) through llgu
 
 import asyncio
 import copy
+import inspect
 import random
 import threading
 from collections import OrderedDict
@@ -195,9 +196,10 @@ class LocalBackend(ChatBackend):
             options["tokenizer"] = tokenizer
         prompt = [int(token) for token in inputs["input_ids"][0]]
         past, _ = self._prompts.prefix(prompt)
+        options[cache_keyword(model)] = past
         with torch.inference_mode():
-            output = model.generate(**inputs.to(model.device), **options, cache=past, return_dict_in_generate=True)
-        cache = output.cache
+            output = model.generate(**inputs.to(model.device), **options, return_dict_in_generate=True)
+        cache = returned_cache(output)
         cache.crop(prompt_tokens - cache.get_seq_length())  # keep the prompt's keys and values, not the reply's
         self._prompts.store(prompt, cache)
         generated = output.sequences[0, prompt_tokens:]
@@ -236,9 +238,9 @@ class PromptCache:
         past, shared = self.prefix(key)
         with torch.inference_mode():
             ids = torch.tensor([list(key[shared:])], device=model.device)
-            output = model(input_ids=ids, cache=past, use_cache=True, logits_to_keep=1)
+            output = model(input_ids=ids, **{cache_keyword(model): past}, use_cache=True, logits_to_keep=1)
         logits = output.logits[0, -1].float()
-        self.store(key, output.cache, logits)
+        self.store(key, returned_cache(output), logits)
         return logits
 
     def prefix(self, key: Sequence[int]) -> tuple[Any, int]:
@@ -268,6 +270,18 @@ class PromptCache:
         self.entries.move_to_end(key)
         while sum(entry[2] for entry in self.entries.values()) > self.max_bytes:
             self.entries.popitem(last=False)
+
+
+def cache_keyword(model: Any) -> str:
+    """The keyword ``model`` takes its key/value cache by: ``cache`` in recent transformers, ``past_key_values``
+    before (a keyword the model does not know would be ignored: new tokens run without their context)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(output: Any) -> Any:
+    """The key/value cache a forward pass or ``generate`` returned, under either name."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
 
 
 def kv_bytes(cache: Any) -> int:
