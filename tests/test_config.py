@@ -35,5 +35,7 @@ def test_the_libraries_deprecations_of_each_other_are_quiet_and_others_are_not()
         quiet_library_deprecations()
         # what peft triggers on every adapter load, reading a property transformers deprecates
         warnings.warn("`is_gradient_checkpointing` is deprecated and will go.", FutureWarning, stacklevel=1)
+        # what TRL's GRPO triggers on every step, passing the key/value cache by transformers' old name
+        warnings.warn("`past_key_values` is deprecated and will be removed.", FutureWarning, stacklevel=1)
         warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == ["something else is deprecated"]

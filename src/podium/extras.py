@@ -24,9 +24,10 @@ def require_extra(extra: str, module: str) -> ModuleType:
         ) from error
 
 
-LIBRARY_DEPRECATIONS = ("`is_gradient_checkpointing` is deprecated",)
+LIBRARY_DEPRECATIONS = ("`is_gradient_checkpointing` is deprecated", "`past_key_values` is deprecated")
 """Deprecation warnings that the model libraries raise in each other's use (peft and TRL read a transformers
-property that transformers deprecates): printed on every model load, with nothing a Podium user can act on."""
+property that transformers deprecates; TRL's GRPO passes the key/value cache by its old name): printed on every
+model load or training step, with nothing a Podium user can act on."""
 
 
 def quiet_library_deprecations() -> None:
