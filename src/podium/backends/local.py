@@ -3,6 +3,7 @@ grammar-constrained decoding (regular expressions and JSON schemas) through llgu
 
 import asyncio
 import copy
+import functools
 import inspect
 import random
 import threading
@@ -81,7 +82,7 @@ class LocalBackend(ChatBackend):
 
     def weights_changed(self) -> None:
         """Forget the cached prompts: their keys, values and logits came from the weights before the update."""
-        self._prompts = PromptCache(self.config.prompt_cache_mb * 2**20)
+        self._prompts.clear()
 
     def load(self) -> tuple[Any, Any, Any]:
         """Load (once) and return ``(torch, model, tokenizer)``."""
@@ -139,8 +140,8 @@ class LocalBackend(ChatBackend):
             work = self._choose if request.choices else self._generate
             return await asyncio.to_thread(work, request, seed)
 
-    def _prompt(self, request: GenerationRequest) -> tuple[Any, int]:
-        """The request's chat-templated prompt (tensors) and its length, refused past ``max_prompt_tokens``."""
+    def _prompt(self, request: GenerationRequest) -> tuple[Any, list[int]]:
+        """The request's chat-templated prompt, as tensors and as token ids, refused past ``max_prompt_tokens``."""
         tokenizer = self.load()[2]
         inputs = tokenizer.apply_chat_template(
             _chat(request.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
@@ -149,19 +150,19 @@ class LocalBackend(ChatBackend):
         if prompt_tokens > self.config.max_prompt_tokens:
             limit = self.config.max_prompt_tokens
             raise BackendError(f"prompt of {prompt_tokens} tokens exceeds max_prompt_tokens={limit}")
-        return inputs, prompt_tokens
+        return inputs, [int(token) for token in inputs["input_ids"][0]]
 
     def _choose(self, request: GenerationRequest, seed: int) -> Completion:
         """One of ``request.choices``, decoded as grammar-constrained decoding would decode it (see
         :mod:`podium.backends.choices`), with every choice's probability. A single choice is forced: no model
         call."""
         torch, model, tokenizer = self.load()
-        inputs, prompt_tokens = self._prompt(request)
+        _, prompt = self._prompt(request)
+        prompt_tokens = len(prompt)
         if len(request.choices) == 1:
             return Completion(request.choices[0], prompt_tokens, 0, "stop", choice_probs={request.choices[0]: 1.0})
         end = [int(tokenizer.eos_token_id)]
         sequences = [list(tokenizer(choice, add_special_tokens=False)["input_ids"]) + end for choice in request.choices]
-        prompt = [int(token) for token in inputs["input_ids"][0]]
 
         def next_logits(prefix: Sequence[int]) -> Any:
             return self._prompts.last_logits(torch, model, [*prompt, *prefix])
@@ -175,7 +176,8 @@ class LocalBackend(ChatBackend):
         torch, model, tokenizer = self.load()
         max_tokens, stop = request.max_tokens, list(request.stop)
         transformers = require_extra("local", "transformers")
-        inputs, prompt_tokens = self._prompt(request)
+        inputs, prompt = self._prompt(request)
+        prompt_tokens = len(prompt)
         options: dict[str, Any] = {"max_new_tokens": max_tokens, "pad_token_id": tokenizer.eos_token_id}
         if request.temperature > 0:
             torch.manual_seed(seed)
@@ -194,7 +196,6 @@ class LocalBackend(ChatBackend):
         if stop:
             options["stop_strings"] = stop
             options["tokenizer"] = tokenizer
-        prompt = [int(token) for token in inputs["input_ids"][0]]
         past, _ = self._prompts.prefix(prompt)
         options[cache_keyword(model)] = past
         with torch.inference_mode():
@@ -228,6 +229,10 @@ class PromptCache:
         self.max_bytes = max_bytes
         self.entries: OrderedDict[tuple[int, ...], tuple[Any, Any, int]] = OrderedDict()
         """Each cached prompt's key/value cache, the logits after it (``None`` if not computed) and its bytes."""
+
+    def clear(self) -> None:
+        """Forget every cached prompt."""
+        self.entries.clear()
 
     def last_logits(self, torch: Any, model: Any, prompt: Sequence[int]) -> Any:
         """The next-token logits after ``prompt``; only the last position's are computed."""
@@ -275,7 +280,13 @@ class PromptCache:
 def cache_keyword(model: Any) -> str:
     """The keyword ``model`` takes its key/value cache by: ``cache`` in recent transformers, ``past_key_values``
     before (a keyword the model does not know would be ignored: new tokens run without their context)."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    return _cache_keyword_of(type(model))
+
+
+@functools.cache
+def _cache_keyword_of(model_class: type) -> str:
+    """:func:`cache_keyword` for a model class, read from its signature once."""
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
 
 
 def returned_cache(output: Any) -> Any:
