@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval
+.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-mmlu claim-mmlu-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -91,6 +91,30 @@ claim-eval: $(VENV)/.installed
 	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
 	  --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
+
+# The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
+# reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on
+# the test subjects (unseen in training) → routing compare with the question-only routers, fitted on the same train
+# questions. CLAIM_LIMIT bounds the test questions (default: all 1,521). Outputs go to runs/claim-mmlu.
+CLAIM_MMLU := $(CLAIM)/mmlu
+CLAIM_MMLU_RUNS ?= runs/claim-mmlu
+# Train questions (the first N of the train subjects): the orchestrator's oracle trajectories and the routers' fit.
+CLAIM_MMLU_TRAIN ?= 1000
+claim-mmlu: $(VENV)/.installed
+	$(BIN)/podium routing tasks --benchmark mmlu --split train --limit $(CLAIM_MMLU_TRAIN) \
+	  --out $(CLAIM_MMLU_RUNS)/train.jsonl
+	$(BIN)/podium data collect --config $(CLAIM_MMLU)/collect.yaml --teacher $(CLAIM_MMLU)/teacher.yaml --quiet
+	$(BIN)/podium train sft --config $(CLAIM_MMLU)/sft.yaml
+	$(MAKE) claim-mmlu-eval CLAIM_OUT=$(CLAIM)/results/mmlu
+
+# The committed MMLU adapter and the question-only routers on the unseen test subjects; last line: one JSON object.
+claim-mmlu-eval: $(VENV)/.installed
+	$(BIN)/podium routing tasks --benchmark mmlu --split test --out $(CLAIM_MMLU_RUNS)/test.jsonl
+	$(BIN)/podium eval --tasks $(CLAIM_MMLU_RUNS)/test.jsonl --concurrency 2 $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+	  --system $(CLAIM_MMLU)/system.yaml --out $(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
+	$(BIN)/podium routing compare --benchmark mmlu --split test --train-limit $(CLAIM_MMLU_TRAIN) --json \
+	  $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
+	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl

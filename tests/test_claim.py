@@ -37,3 +37,23 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     assert len(records) == 3
     decisions = [turn["choice_probs"] for record in records for turn in record["trajectory"]["turns"]]
     assert all(probs and sum(probs.values()) == pytest.approx(1.0) for probs in decisions)
+
+
+def test_claim_mmlu_eval_routes_from_the_question_and_prints_the_comparison(tmp_path) -> None:
+    venv = Path(sys.executable).parent.parent
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # the routers fitted on 40 train questions (the shipped target: the orchestrator's 1,000), to keep CI short
+    command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", "claim-mmlu-eval", f"VENV={venv}",
+               f"CLAIM_MMLU_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_MMLU_TRAIN=40"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["n_test"] == 3
+    # no reply is recorded: no cascade among the routers
+    assert set(result["strong_share"]) == {
+        "orchestrator_mmlu", "always_weak", "always_strong", "oracle", "random", "knn", "logreg",
+    }  # fmt: skip
+    records = [json.loads(line) for line in (tmp_path / "eval-first3" / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(record["verdict"]["grader"] == "recorded outcome (replay)" for record in records)
+    observations = [m["content"] for r in records for m in r["trajectory"]["messages"][3::2] if m["role"] == "user"]
+    assert observations and all(text in ("mixtral replied.", "gpt4 replied.") for text in observations)

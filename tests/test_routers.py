@@ -159,8 +159,12 @@ def test_escalation_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(t
     assert "1 + 2 = 4 legs" not in observation.split("\n")[0]
     with pytest.raises(ConfigError, match="verify"):
         Executor(pool, RunConfig(policy="escalate", verify="python"))
-    with pytest.raises(ValueError, match="needs a verify tool"):
-        RunConfig(policy="escalate", reply_chars=0)
+    question_only = asyncio.run(
+        Executor(pool, RunConfig(policy="escalate", reply_chars=0), orchestrator=ScriptedBackend(["w", "accept"])).run(
+            "How many legs has a cat?"
+        )
+    )
+    assert question_only.messages[3].content == "w replied." and question_only.answer.endswith("#### 4")
 
 
 def test_cascade_features_read_the_weak_reply() -> None:

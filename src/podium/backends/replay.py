@@ -19,6 +19,14 @@ OpenAI's ``cl100k_base`` BPE (GPT-4's own tokenizer, from the ``bpe-openai`` whe
 model: Mixtral's SentencePiece tokenizer is not available offline and counts English text within about 10-20 %
 of it. The backend's price (the model's list price, see ``costs/prices.yaml``) turns them into USD.
 
+**Outcome-only recordings.** Some recordings keep whether each answer was right but not the answer (RouteLLM's
+MMLU: no ``<model>_response`` column). A replay of one cannot say what the model answered, so it replies with a
+reference to the recorded answer (:func:`recorded_reference`: the model's name, never its outcome) and charges one
+output token (the prompts end in ``Answer:``, and the model wrote one option letter); the ``recorded`` verifier
+grades that reference against the models recorded right (:mod:`podium.graders.recorded`). Such a pool serves
+routing from the question alone (an orchestrator with ``reply_chars: 0``): nothing in the reply tells the outcome.
+A recording may also be a directory of CSVs (one per MMLU subject), read in name order.
+
 **Latency.** ``first_token_s + output_tokens / tokens_per_s`` (a time to first token and a decoding rate per
 worker, :class:`LatencyModel`), reported as the generation's latency; nothing sleeps.
 """
@@ -67,8 +75,8 @@ class Recorded:
     """The recorded prompt (the question as it was asked)."""
     correct: bool
     """Whether the recorded answer was graded correct."""
-    response: str
-    """The full recorded response."""
+    response: str | None
+    """The full recorded response (None in an outcome-only recording)."""
 
 
 def normalise(text: str) -> str:
@@ -77,23 +85,47 @@ def normalise(text: str) -> str:
 
 
 def load_recording(path: str | Path, model: str) -> list[Recorded]:
-    """``model``'s rows of the recording at ``path`` (columns ``prompt``, ``model``, ``model_response``)."""
+    """``model``'s rows of the recording at ``path`` (columns ``prompt``, ``model`` and, unless the recording is
+    outcome-only, ``model_response``), or of every CSV in the directory ``path``, in name order."""
+    path = Path(path)
+    files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    if not files:
+        raise ConfigError(f"replay recording {path}: the directory holds no .csv file")
+    return [record for file in files for record in _load_file(file, model)]
+
+
+def _load_file(path: Path, model: str) -> list[Recorded]:
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
     except OSError as error:
         raise ConfigError(f"replay recording {path}: {error.strerror or error}") from error
     columns = set(rows[0]) if rows else set()
-    missing = sorted({"prompt", model, f"{model}_response"} - columns)
+    missing = sorted({"prompt", model} - columns)
     if missing:
         raise ConfigError(f"replay recording {path} has no column(s) {missing}; it has {sorted(columns)}")
+    responses = f"{model}_response" in columns
     flags = {"True": True, "False": False}
     recorded = []
     for number, row in enumerate(rows, start=2):
         if row[model] not in flags:
             raise ConfigError(f"replay recording {path}, line {number}: '{model}' is {row[model]!r}, not True/False")
-        recorded.append(Recorded(row["prompt"], flags[row[model]], row[f"{model}_response"]))
+        recorded.append(Recorded(row["prompt"], flags[row[model]], row[f"{model}_response"] if responses else None))
     return recorded
+
+
+def recorded_reference(model: str) -> str:
+    """The reply of ``model``'s replay where the recording kept the outcome but not the answer."""
+    return f"(the recorded answer of {model}: the recording kept only whether it was right)"
+
+
+_REFERENCE = re.compile(r"\(the recorded answer of (.+?): the recording kept only whether it was right\)")
+
+
+def referenced_model(reply: str) -> str | None:
+    """The model whose recorded answer ``reply`` refers to (see :func:`recorded_reference`), if it is one."""
+    found = _REFERENCE.fullmatch(reply.strip())
+    return found.group(1) if found else None
 
 
 @cache
@@ -162,9 +194,12 @@ class ReplayBackend(ChatBackend):
 
     async def _complete(self, request: GenerationRequest) -> Completion:
         record = self.lookup("\n".join(message.content for message in request.messages))
-        output_tokens = count_tokens(record.response)
+        if record.response is None:
+            text, output_tokens = recorded_reference(self.model), 1
+        else:
+            text, output_tokens = record.response, count_tokens(record.response)
         return Completion(
-            record.response,
+            text,
             count_tokens(record.question),
             output_tokens,
             "stop",

@@ -1,4 +1,5 @@
-"""Routing commands: record a worker's answers so that it can be replayed as a pool member."""
+"""Routing commands: record a worker's answers so that it can be replayed as a pool member, write a split's tasks,
+compare orchestrators with routers (GSM8K with the recorded replies, MMLU with the recorded outcomes only)."""
 
 import json
 from pathlib import Path
@@ -15,14 +16,14 @@ from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.record import record
 
 app = typer.Typer(
-    help="Routing on recorded GSM8K outcomes: record a worker, write a split's tasks, compare systems with routers.",
+    help="Routing on recorded outcomes (GSM8K, MMLU): record a worker, write a split's tasks, compare with routers.",
     no_args_is_help=True,
 )
 
 
 @app.callback()
 def routing() -> None:
-    """Routing on recorded GSM8K outcomes: record a worker, write a split's tasks, compare systems with routers."""
+    """Routing on recorded outcomes (GSM8K, MMLU): record a worker, write a split's tasks, compare with routers."""
 
 
 @app.command("record")
@@ -59,6 +60,19 @@ def record_command(
 
 
 SplitOption = Annotated[str, typer.Option("--split", help="train, validation or test.")]
+BenchmarkOption = Annotated[
+    str,
+    typer.Option(
+        "--benchmark",
+        help="gsm8k (recorded replies) or mmlu (recorded outcomes only, split by subject: routing from the question).",
+    ),
+]
+
+
+def _benchmark(benchmark: str) -> Literal["gsm8k", "mmlu"]:
+    if benchmark not in ("gsm8k", "mmlu"):
+        raise fail(ConfigError(f"--benchmark: '{benchmark}' is not gsm8k or mmlu"))
+    return benchmark  # type: ignore[return-value]
 
 
 def _split(split: str) -> Literal["train", "validation", "test"]:
@@ -72,11 +86,12 @@ def tasks_command(
     out: Annotated[Path, typer.Option("--out", help="Tasks JSONL to write (what podium eval, data and train read).")],
     split: SplitOption = "train",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+    benchmark: BenchmarkOption = "gsm8k",
 ) -> None:
-    """Write the GSM8K questions of a routing split as a tasks file (id, question, gold, verifier)."""
-    items = in_split(load_routing(), _split(split))[:limit]
+    """Write the questions of a routing split as a tasks file (id, question, gold, verifier)."""
+    items = in_split(load_routing(benchmark=_benchmark(benchmark)), _split(split))[:limit]
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": i.item.id, "question": i.question, "gold": str(i.item.gold), "verifier": "math"} for i in items]
+    rows = [{"id": i.item.id, "question": i.question, "gold": i.item.gold, "verifier": i.item.verifier} for i in items]
     out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     typer.echo(f"{len(rows)} {split} tasks in {out}")
 
@@ -89,10 +104,20 @@ def compare_command(
     ] = None,
     split: SplitOption = "test",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+    train_limit: Annotated[
+        int | None,
+        typer.Option(
+            "--train-limit",
+            min=1,
+            help="First N train questions for the learned routers (default: all; give the orchestrator's training "
+            "set to compare on equal data).",
+        ),
+    ] = None,
     prices: Annotated[
         Path | None, typer.Option("--prices", help="Price sheet merged over Podium's (as the runs were priced).")
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write results.json and routing.html here.")] = None,
+    benchmark: BenchmarkOption = "gsm8k",
     as_json: JsonOption = False,
 ) -> None:
     """Routers and evaluated orchestrators on one split: APGR, CPT, accuracy, USD and strong-call share."""
@@ -105,8 +130,8 @@ def compare_command(
 
     try:
         sheet = PriceCatalog.from_file(prices) if prices is not None else None
-        items = load_routing(prices=sheet)
-        train, test = in_split(items, "train"), in_split(items, _split(split))[:limit]
+        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
+        train, test = in_split(items, "train")[:train_limit], in_split(items, _split(split))[:limit]
         runs = []
         for entry in orchestrator or []:
             name, _, run_dir = entry.partition("=")

@@ -6,8 +6,9 @@ import string
 from collections import Counter
 from typing import Literal
 
-VerifierKind = Literal["math", "qa", "multiple_choice", "code", "environment"]
-"""Which verifier judges an answer (SPEC §5.4), and so which answer format is expected."""
+VerifierKind = Literal["math", "qa", "multiple_choice", "code", "environment", "recorded"]
+"""Which verifier judges an answer (SPEC §5.4), and so which answer format is expected. ``recorded``: the answer
+is a replayed model's recorded one, right or wrong as the recording says (outcome-only recordings)."""
 
 _BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_SEPARATOR = re.compile(r"[ \t$]*(?:,|;|,?[ \t]*(?:and|or))?[ \t$]*", re.IGNORECASE)
@@ -113,6 +114,7 @@ ANSWER_INSTRUCTIONS: dict[VerifierKind, str] = {
     "(a name, number, date or phrase).",
     "code": "Write a correct Python solution. Reply with one complete ```python code block.",
     "environment": "Help the user while following the policy.",
+    "recorded": "Answer the question.",
 }
 """The answer format each kind of verifier expects, told to the model as its system prompt."""
 
@@ -200,7 +202,8 @@ def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
 
     Math: the final ``\\boxed{}`` (:func:`final_boxed`), else a stated answer, else the final line (the formula
     ending it, or its number, when it is a sentence), markdown bold and a closing ``.``, ``?`` or ``…`` left out.
-    Multiple choice: the chosen letter when one is found. QA: a stated answer or ``\\boxed{}``, else the last
+    Multiple choice: the chosen letter when one is found. Recorded: the whole reply (a reference to a recorded
+    answer). QA: a stated answer or ``\\boxed{}``, else the last
     line. Code: the fenced code, else the whole reply. No kind (a free-form answer, e.g. a summarizer's): the
     last ``\\boxed{}``, else the final line without an "Answer:" label.
     """
@@ -213,6 +216,8 @@ def extract_answer(text: str, kind: VerifierKind | None = None) -> str | None:
         return code if code.strip() else None
     if kind == "multiple_choice":
         return extract_choice(text) or _final_line(text)
+    if kind == "recorded":
+        return text.strip()
     if kind == "math":
         text = unemphasised(text)
         stated = _ANSWER_LINE.findall(text)
@@ -225,13 +230,14 @@ def vote_key(answer: str, kind: VerifierKind) -> str:
     """A normal form under which equal answers written differently count as one vote.
 
     Math: LaTeX spacing, ``\\left``/``\\right``, ``\\text{}``, dollar signs, thousands separators and a trailing
-    ``.0`` or full stop dropped. Multiple choice: the letter. QA: SQuAD normalisation. Code: whitespace collapsed.
+    ``.0`` or full stop dropped. Multiple choice: the letter. QA: SQuAD normalisation. Code and recorded: whitespace
+    collapsed.
     """
     if kind == "multiple_choice":
         return (extract_choice(answer) or answer).strip().upper()
     if kind == "qa":
         return normalize_answer(answer)
-    if kind == "code":
+    if kind in ("code", "recorded"):
         return " ".join(answer.split())
     key = _TEXT_WRAPPER.sub(r"\1", answer)
     for noise in ("\\left", "\\right", "\\!", "\\,", "\\;", "$", " "):

@@ -6,6 +6,7 @@ from podium.graders.environment import EnvironmentVerifier
 from podium.graders.grader import Grader, GradingConfig
 from podium.graders.judge import JudgeVerifier
 from podium.graders.math import MathVerifier
+from podium.graders.recorded import RecordedVerifier
 from podium.graders.text import MultipleChoiceVerifier, QAVerifier, TokenF1Verifier
 from podium.graders.verdict import Verdict, Verifier
 
@@ -18,6 +19,7 @@ __all__ = [
     "MathVerifier",
     "MultipleChoiceVerifier",
     "QAVerifier",
+    "RecordedVerifier",
     "TokenF1Verifier",
     "Verdict",
     "Verifier",

@@ -16,6 +16,7 @@ from podium.graders.code import CodeVerifier
 from podium.graders.environment import EnvironmentVerifier
 from podium.graders.judge import MAX_VERDICT_TOKENS, JudgeVerifier
 from podium.graders.math import MathVerifier
+from podium.graders.recorded import RecordedVerifier
 from podium.graders.text import MultipleChoiceVerifier, QAVerifier
 from podium.graders.verdict import Verdict, Verifier
 from podium.sandbox import Sandbox, SandboxConfig
@@ -102,6 +103,8 @@ class Grader:
                 self._verifiers[kind] = MultipleChoiceVerifier()
             elif kind == "code":
                 self._verifiers[kind] = CodeVerifier(Sandbox(self.sandbox_config))
+            elif kind == "recorded":
+                self._verifiers[kind] = RecordedVerifier()
             else:
                 raise ValueError(f"verifier {kind!r} is per domain; use the environment path")
         return self._verifiers[kind]

@@ -42,7 +42,8 @@ class EscalationPolicy(Policy):
         """A pool tool called with each successful reply as its ``text`` argument; its report joins the
         observation (None: the reply alone)."""
         self.reply_chars = reply_chars
-        """Characters of a reply shown (its end); 0: only the ``verify`` report; None: all of it."""
+        """Characters of a reply shown (its end); None: all of it; 0: its length and the ``verify`` report, or
+        without ``verify`` nothing: the orchestrator then decides from the question alone (routing)."""
 
     def system_prompt(self, view: PoolView) -> str:
         return ESCALATION_PROMPT.format(table=worker_table(view.table, view.workers))
@@ -69,7 +70,9 @@ class EscalationPolicy(Policy):
                 continue
             worker = str(result.call.arguments.get("model", "?")) if isinstance(result.call.arguments, dict) else "?"
             reply = (result.observation or "").strip()
-            if result.ok and self.reply_chars == 0:
+            if result.ok and self.reply_chars == 0 and self.verify is None:
+                lines.append(f"{worker} replied.")
+            elif result.ok and self.reply_chars == 0:
                 lines.append(f"{worker} replied ({len(reply.split())} words).")
             elif result.ok:
                 shown = (

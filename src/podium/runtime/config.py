@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.config import Config
 from podium.policies import PolicyName
@@ -22,8 +22,9 @@ class RunConfig(Config):
     """``escalate`` only: a tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report
     the orchestrator reads with the reply before it accepts or escalates."""
     reply_chars: NonNegativeInt | None = None
-    """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows only the
-    ``verify`` tool's report on it; default: the whole reply."""
+    """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows its length
+    and the ``verify`` tool's report on it, or without ``verify`` nothing (the orchestrator routes from the question
+    alone); default: the whole reply."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None
@@ -72,9 +73,3 @@ class RunConfig(Config):
     """Only these tools, roles and workers (by name) may be used; default: all of the pool."""
     deny: list[str] = Field(default_factory=list)
     """These tools, roles and workers (by name) may not be used."""
-
-    @model_validator(mode="after")
-    def _escalation_options(self) -> "RunConfig":
-        if self.reply_chars == 0 and self.verify is None:
-            raise ValueError("reply_chars: 0 hides the replies, so the orchestrator needs a verify tool's report")
-        return self

@@ -1,27 +1,38 @@
-"""The routing setting (RouteLLM's) on GSM8K: per question, what each recorded model would have answered,
-whether that is right, what it costs; and the fixed train / validation / test split.
+"""The routing setting (RouteLLM's): per question, what each recorded model would have answered, whether that is
+right, what it costs; and the fixed train / validation / test split. Two recordings of Mixtral and GPT-4:
 
-**Outcomes.** Each recorded response is graded by Podium's own math verifier (its final answer, as the
+- ``gsm8k``: their full responses to the 1,319 GSM8K test questions;
+- ``mmlu``: whether each was right on the 14,042 MMLU test questions (57 subjects), without the responses, so an
+  orchestrator routes from the question alone (the ``recorded`` verifier grades a replayed answer by the recording).
+
+**Outcomes.** Each recorded GSM8K response is graded by Podium's own math verifier (its final answer, as the
 ``escalate`` policy reads it, against the GSM8K gold), so routers and orchestrators are judged by one grader. This
 agrees with RouteLLM's recorded True/False on 2,580 of the 2,638 responses (Mixtral 1,310 / 1,319; GPT-4 1,270
-/ 1,319, where Podium accepts 47 answers that RouteLLM's grader rejected and rejects 2 it accepted).
+/ 1,319, where Podium accepts 47 answers that RouteLLM's grader rejected and rejects 2 it accepted). MMLU's outcomes
+are RouteLLM's recorded True/False.
 
 **Cost.** What a replay worker charges (``podium.backends.replay``): cl100k tokens of the recorded question
-and response at the model's list price.
+and response at the model's list price (MMLU: the question and one output token, the option letter).
 
-**Split.** By a hash of the normalised question (sha256, first 8 hex digits as an integer, modulo 100):
-0-19 test, 20-29 validation, 30-99 train — fixed, independent of file order, about 20 / 10 / 70 %.
+**Split.** GSM8K by a hash of the normalised question, MMLU by a hash of the subject, so its test subjects are
+unseen in training (sha256, first 8 hex digits as an integer, modulo 100): 0-19 test, 20-29 validation, 30-99
+train — fixed, independent of file order. GSM8K: about 20 / 10 / 70 % of the questions. MMLU: 9 test subjects with
+1,521 questions (business ethics, college mathematics, medicine and physics, elementary mathematics, high-school
+European history, nutrition, sociology, US foreign policy), 1,310 validation, 10,999 train. GSM8K items keep the
+dataset's order; MMLU items are ordered by a hash of the question, so the first N of a split mix its subjects. The
+106 MMLU questions recorded twice (212 rows, in two subjects each) are left out: a replay cannot tell them apart.
 """
 
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
 
 from podium import core
-from podium.backends.replay import ReplayBackend, count_tokens, normalise
+from podium.backends.replay import Recorded, ReplayBackend, count_tokens, load_recording, normalise
 from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.core.files import write_atomically
@@ -39,11 +50,14 @@ STRONG = "gpt-4-1106-preview"
 """The dear recorded model."""
 RECORDING = "routing/gsm8k_responses.csv"
 """The recording, relative to the shared data directory."""
+MMLU_RECORDING = "routing/mmlu"
+"""RouteLLM's MMLU outcomes, one CSV per subject, relative to the shared data directory."""
 GSM8K_FILE = "math/gsm8k_test.jsonl"
 """The gold answers, relative to the shared data directory."""
 GRADING_CODE = (math_grader, math_rules, core.answers)
 """Modules whose code decides a grade (their bytes key the cache of grades)."""
 Split = Literal["train", "validation", "test"]
+Benchmark = Literal["gsm8k", "mmlu"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,8 @@ class Outcome:
 
     correct: bool
     usd: float
-    response: str
+    response: str | None
+    """The recorded reply (None where only the outcome is recorded)."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +84,14 @@ class RoutingItem:
         return self.item.question
 
 
-def split_of(question: str) -> Split:
-    """The question's split (see the module notes)."""
-    bucket = int(hashlib.sha256(normalise(question).encode()).hexdigest()[:8], 16) % 100
+def split_of(key: str) -> Split:
+    """The split of a question (GSM8K) or subject (MMLU) ``key`` (see the module notes)."""
+    bucket = int(_digest(key)[:8], 16) % 100
     return "test" if bucket < 20 else "validation" if bucket < 30 else "train"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(normalise(text).encode()).hexdigest()
 
 
 def recording_path(data_dir: str | Path | None = None) -> Path:
@@ -89,16 +108,19 @@ def graded(response: str, gold: str) -> bool:
 def load_routing(
     models: tuple[str, ...] = (WEAK, STRONG),
     *,
+    benchmark: Benchmark = "gsm8k",
     data_dir: str | Path | None = None,
     recording: str | Path | None = None,
     prices: PriceCatalog | None = None,
 ) -> list[RoutingItem]:
-    """Every GSM8K test question with the outcomes of ``models`` in ``recording`` (default: RouteLLM's), priced
-    by Podium's sheet merged with ``prices``."""
+    """Every question of ``benchmark`` with the outcomes of ``models`` in ``recording`` (default: RouteLLM's),
+    priced by Podium's sheet merged with ``prices``."""
     catalog = PriceCatalog.default().merged(prices) if prices is not None else PriceCatalog.default()
+    price: dict[str, ModelPrice] = {model: catalog.model_price(model) for model in models}
+    if benchmark == "mmlu":
+        return _load_mmlu(Path(recording or shared_data_dir(data_dir) / MMLU_RECORDING), price)
     path = Path(recording or recording_path(data_dir))
     replays = {model: ReplayBackend.from_file(path, model) for model in models}
-    price: dict[str, ModelPrice] = {model: catalog.model_price(model) for model in models}
     questions = get_benchmark("gsm8k").items(data_dir=data_dir)
     records = {}
     for item in questions:
@@ -118,6 +140,35 @@ def load_routing(
         items.append(RoutingItem(item, split_of(item.question), outcomes))
     graded_by.save()
     return items
+
+
+def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingItem]:
+    """The MMLU outcomes of the models in ``price``, one CSV per subject in ``directory`` (module notes)."""
+    files = sorted(directory.glob("mmlu_*.csv"))
+    if not files:
+        raise PodiumError(f"{directory}: no MMLU recording (mmlu_<subject>.csv files)")
+    rows: list[tuple[str, int, dict[str, Recorded]]] = []
+    for file in files:
+        by_model = {model: load_recording(file, model) for model in price}
+        for index, records in enumerate(zip(*by_model.values(), strict=True)):
+            rows.append((file.stem.removeprefix("mmlu_"), index, dict(zip(by_model, records, strict=True))))
+    times = Counter(normalise(next(iter(records.values())).question) for _, _, records in rows)
+    items = []
+    for subject, index, records in rows:
+        question = next(iter(records.values())).question
+        if times[normalise(question)] > 1:
+            continue
+        tokens_in = count_tokens(question)
+        item = BenchmarkItem(
+            id=f"mmlu-{subject}-{index}",
+            question=question,
+            gold=[model for model, record in records.items() if record.correct],
+            verifier="recorded",
+            metadata={"subject": subject},
+        )
+        outcomes = {m: Outcome(r.correct, price[m].cost(tokens_in, 1), None) for m, r in records.items()}
+        items.append(RoutingItem(item, split_of(subject), outcomes))
+    return sorted(items, key=lambda item: _digest(item.question))
 
 
 class GradedCache:

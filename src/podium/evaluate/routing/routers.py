@@ -123,10 +123,10 @@ def cascade_scores(
     train: Sequence[RoutingItem], test: Sequence[RoutingItem], features: Callable[[str], list[float]] = reply_features
 ) -> list[float]:
     """Probability that the weak reply is wrong, by logistic regression on ``features`` of it (train split)."""
-    x = np.array([features(item.outcomes[WEAK].response) for item in train])
+    x = np.array([features(item.outcomes[WEAK].response or "") for item in train])
     labels = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
     weights = fit_logreg(x, labels, l2=0.1)
-    return logreg_scores(weights, np.array([features(item.outcomes[WEAK].response) for item in test]))
+    return logreg_scores(weights, np.array([features(item.outcomes[WEAK].response or "") for item in test]))
 
 
 def check_features(reply: str) -> list[float]:
@@ -142,17 +142,20 @@ def router_curves(
     *,
     seed: int = 0,
 ) -> dict[str, list[Point]]:
-    """Every router's operating points on ``test``, the learned ones fitted on ``train``."""
+    """Every router's operating points on ``test``, the learned ones fitted on ``train``; the cascades only where
+    the weak model's replies are recorded (not in an outcome-only recording)."""
     weak_fails = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
     weights = fit_logreg(train_vectors, weak_fails)
     none = [False] * len(test)
-    return {
+    curves = {
         "always_weak": [operating_point(test, none)],
         "always_strong": [operating_point(test, [True] * len(test))],
         "oracle": [operating_point(test, oracle_flags(test))],
         "random": sweep(test, random_scores(len(test), seed)),
         "knn": sweep(test, knn_scores(train_vectors, gain(train), test_vectors)),
         "logreg": sweep(test, logreg_scores(weights, test_vectors)),
-        "cascade": sweep(test, cascade_scores(train, test), cascade=True),
-        "cascade_checks": sweep(test, cascade_scores(train, test, check_features), cascade=True),
     }
+    if all(item.outcomes[WEAK].response is not None for item in (*train, *test)):
+        curves["cascade"] = sweep(test, cascade_scores(train, test), cascade=True)
+        curves["cascade_checks"] = sweep(test, cascade_scores(train, test, check_features), cascade=True)
+    return curves

@@ -1,0 +1,124 @@
+"""Outcome-only recordings (RouteLLM's MMLU): a replay that refers to its recorded answer, the verifier that grades
+that reference by the recording, the MMLU routing split by subject, and an orchestrator routing from the question."""
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from podium.backends.replay import ReplayBackend, count_tokens, recorded_reference, referenced_model
+from podium.backends.scripted import ScriptedBackend
+from podium.core.messages import Message
+from podium.costs.prices import ModelPrice, PriceCatalog
+from podium.datasets.items import BenchmarkItem
+from podium.errors import ConfigError
+from podium.evaluate.routing.data import STRONG, WEAK, load_routing, split_of
+from podium.evaluate.routing.routers import router_curves
+from podium.graders import Grader, RecordedVerifier
+from podium.pool.config import PoolConfig, WorkerConfig
+from podium.pool.pool import build_pool
+from podium.runtime import Executor, RunConfig
+
+pytest.importorskip("bpe_openai")
+
+ANATOMY = "Which bone is the longest?\nA. femur\nB. tibia\nAnswer:"
+ALGEBRA = "What is the order of the group Z_4?\nA. 2\nB. 4\nAnswer:"
+BOTH = "Which is a prime?\nA. 4\nB. 7\nAnswer:"
+
+
+def write_subjects(directory: Path, weak: str = "w", strong: str = "s") -> Path:
+    """Two subjects' outcomes, no responses; BOTH is recorded in each subject (with different outcomes)."""
+    directory.mkdir(parents=True)
+    header = f"prompt,{weak},{strong}\n"
+    (directory / "mmlu_anatomy.csv").write_text(f'{header}"{ANATOMY}",True,True\n"{BOTH}",True,False\n')
+    (directory / "mmlu_abstract_algebra.csv").write_text(f'{header}"{ALGEBRA}",False,True\n"{BOTH}",False,False\n')
+    return directory
+
+
+def test_an_outcome_only_replay_refers_to_its_recorded_answer_and_the_recorded_verifier_grades_it(tmp_path) -> None:
+    replay = ReplayBackend.from_file(
+        write_subjects(tmp_path / "mmlu"), "w", price=ModelPrice(input_per_mtok=1.0, output_per_mtok=4.0)
+    )
+    generation = asyncio.run(replay.generate([Message(role="user", content=f"{ALGEBRA}\n\nAnswer the question.")]))
+    # the reply names the model, never its outcome: the recorded answer was wrong here and right on ANATOMY
+    assert generation.text == recorded_reference("w") and referenced_model(generation.text) == "w"
+    assert asyncio.run(replay.generate([Message(role="user", content=ANATOMY)])).text == generation.text
+    # the recorded prompt's tokens and one output token (the option letter)
+    assert (generation.input_tokens, generation.output_tokens) == (count_tokens(ALGEBRA), 1)
+    assert generation.usd == pytest.approx((count_tokens(ALGEBRA) + 4.0) / 1e6)
+    verifier = RecordedVerifier()
+    right = asyncio.run(verifier.verify(recorded_reference("s"), ["s"]))
+    wrong = asyncio.run(verifier.verify(recorded_reference("w"), ["s"]))
+    assert right.correct and right.extracted == "s"
+    assert not wrong.correct and wrong.reason == "w was recorded wrong"
+    assert "not a replayed model" in (asyncio.run(verifier.verify("B", ["s"])).reason or "")
+    assert referenced_model("the recorded answer of s") is None
+    with pytest.raises(ConfigError, match=r"no \.csv"):
+        ReplayBackend.from_file(tmp_path, "w")
+
+
+def test_mmlu_routing_splits_by_subject_prices_one_output_token_and_drops_questions_recorded_twice(tmp_path) -> None:
+    write_subjects(tmp_path / "routing" / "mmlu", WEAK, STRONG)
+    sheet = PriceCatalog(models={STRONG: ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0)})
+    items = load_routing(benchmark="mmlu", data_dir=tmp_path, prices=sheet)
+    by_id = {item.item.id: item for item in items}
+    assert set(by_id) == {"mmlu-anatomy-0", "mmlu-abstract_algebra-0"}  # BOTH is in two subjects: left out
+    algebra = by_id["mmlu-abstract_algebra-0"]
+    assert algebra.split == split_of("abstract_algebra") and algebra.item.metadata == {"subject": "abstract_algebra"}
+    assert algebra.item.gold == [STRONG] and algebra.item.verifier == "recorded"
+    assert by_id["mmlu-anatomy-0"].item.gold == [WEAK, STRONG]
+    assert algebra.outcomes[STRONG].usd == pytest.approx((count_tokens(ALGEBRA) * 2.0 + 8.0) / 1e6)
+    assert algebra.outcomes[WEAK].response is None and not algebra.outcomes[WEAK].correct
+    vectors = np.eye(2)
+    curves = router_curves(items, items, vectors, vectors)
+    # no reply is recorded, so there is no cascade to read one
+    assert set(curves) == {"always_weak", "always_strong", "oracle", "random", "knn", "logreg"}
+    with pytest.raises(Exception, match="no MMLU recording"):
+        load_routing(benchmark="mmlu", data_dir=tmp_path / "absent")
+
+
+def test_an_orchestrator_reading_no_reply_routes_from_the_question_and_is_graded_by_the_recording(tmp_path) -> None:
+    recording = write_subjects(tmp_path / "mmlu")
+    workers = [
+        WorkerConfig(
+            name=name,
+            backend="replay",
+            model=name,
+            path=str(recording),
+            price={"input_per_mtok": 1, "output_per_mtok": 1},
+        )
+        for name in ("w", "s")
+    ]
+    pool = build_pool(PoolConfig(workers=workers, roles=["standard_reasoner"], workers_as_tools=False))
+    orchestrator = ScriptedBackend(["w", "s", "accept"])
+    trajectory = asyncio.run(
+        Executor(pool, RunConfig(policy="escalate", reply_chars=0), orchestrator=orchestrator).run(ALGEBRA)
+    )
+    assert [message.content for message in trajectory.messages if message.role == "user"][1:] == [
+        "w replied.",
+        "s replied.",
+    ]
+    assert trajectory.answer == recorded_reference("s")
+    item = BenchmarkItem(id="a", question=ALGEBRA, gold=["s"], verifier="recorded")
+    verdict = asyncio.run(Grader().grade(item, trajectory))
+    assert verdict.correct and verdict.grader == RecordedVerifier.name
+
+
+def test_podium_routing_tasks_writes_recorded_tasks_of_unseen_subjects(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from podium.cli import app
+
+    out = tmp_path / "test.jsonl"
+    done = CliRunner().invoke(
+        app, ["routing", "tasks", "--benchmark", "mmlu", "--split", "test", "--limit", "3", "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3 and {row["verifier"] for row in rows} == {"recorded"}
+    assert all(split_of(row["id"].split("-")[1]) == "test" and set(row["gold"]) <= {WEAK, STRONG} for row in rows)
+    bad = CliRunner().invoke(app, ["routing", "tasks", "--benchmark", "hellaswag", "--out", str(out)])
+    assert bad.exit_code != 0 and "not gsm8k or mmlu" in bad.output
