@@ -1,6 +1,8 @@
 """Pools and tools for runtime tests: scripted workers with prices, and tools that sleep or count."""
 
 import asyncio
+from collections.abc import Sequence
+from pathlib import Path
 
 from podium.backends.scripted import ScriptedBackend
 from podium.costs.prices import ModelPrice
@@ -77,3 +79,19 @@ def add(a: int, b: int) -> int:
         b: Second addend.
     """
     return a + b
+
+
+def replay_pool(recording: str | Path, tools: Sequence[str] = ()) -> Pool:
+    """Workers ``w`` (weak) and ``s`` (strong) replaying ``recording``, through the standard_reasoner role."""
+    workers = [
+        WorkerConfig(
+            name=name,
+            backend="replay",
+            model=name,
+            path=str(recording),
+            price={"input_per_mtok": 1, "output_per_mtok": 1},
+        )
+        for name in ("w", "s")
+    ]
+    config = PoolConfig(workers=workers, tools=list(tools), roles=["standard_reasoner"], workers_as_tools=False)
+    return build_pool(config)

@@ -21,9 +21,8 @@ from podium.evaluate.routing.routers import (
     sweep,
 )
 from podium.policies import ActionParseError, Answer, Calls, EscalationPolicy, PoolView
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
+from tests.runtime_fixtures import replay_pool
 
 
 def test_pgr_apgr_and_cpt_match_hand_computed_values() -> None:
@@ -116,18 +115,7 @@ def cat_pool(tmp_path, tools=()) -> object:
         'prompt,w,w_response,s,s_response\n"How many legs has a cat?",False,"It has 1 + 2 = 4 legs.\n#### 4",True,'
         '"It has 4 legs."\n'
     )
-    workers = [
-        WorkerConfig(
-            name=name,
-            backend="replay",
-            model=name,
-            path=str(recording),
-            price={"input_per_mtok": 1, "output_per_mtok": 1},
-        )
-        for name in ("w", "s")
-    ]
-    config = PoolConfig(workers=workers, tools=list(tools), roles=["standard_reasoner"], workers_as_tools=False)
-    return build_pool(config)
+    return replay_pool(recording, tools)
 
 
 def test_escalation_episode_escalates_and_accepts_the_whole_last_reply(tmp_path) -> None:

@@ -16,9 +16,8 @@ from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, load_routing, split_of
 from podium.evaluate.routing.routers import router_curves
 from podium.graders import Grader, RecordedVerifier
-from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
+from tests.runtime_fixtures import replay_pool
 
 pytest.importorskip("bpe_openai")
 
@@ -79,18 +78,7 @@ def test_mmlu_routing_splits_by_subject_prices_one_output_token_and_drops_questi
 
 
 def test_an_orchestrator_reading_no_reply_routes_from_the_question_and_is_graded_by_the_recording(tmp_path) -> None:
-    recording = write_subjects(tmp_path / "mmlu")
-    workers = [
-        WorkerConfig(
-            name=name,
-            backend="replay",
-            model=name,
-            path=str(recording),
-            price={"input_per_mtok": 1, "output_per_mtok": 1},
-        )
-        for name in ("w", "s")
-    ]
-    pool = build_pool(PoolConfig(workers=workers, roles=["standard_reasoner"], workers_as_tools=False))
+    pool = replay_pool(write_subjects(tmp_path / "mmlu"))
     orchestrator = ScriptedBackend(["w", "s", "accept"])
     trajectory = asyncio.run(
         Executor(pool, RunConfig(policy="escalate", reply_chars=0), orchestrator=orchestrator).run(ALGEBRA)
