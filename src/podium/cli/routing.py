@@ -3,7 +3,7 @@ compare orchestrators with routers (GSM8K with the recorded replies, MMLU with t
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.text import Text
@@ -14,6 +14,9 @@ from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.record import record
+
+if TYPE_CHECKING:
+    from podium.evaluate.routing.compare import Comparison
 
 app = typer.Typer(
     help="Routing on recorded outcomes (GSM8K, MMLU): record a worker, write a split's tasks, compare with routers.",
@@ -96,26 +99,31 @@ def tasks_command(
     typer.echo(f"{len(rows)} {split} tasks in {out}")
 
 
+OrchestratorOption = Annotated[
+    list[str] | None,
+    typer.Option("--orchestrator", help="NAME=RUN_DIR: a `podium eval` run of a route-policy orchestrator."),
+]
+TrainLimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--train-limit",
+        min=1,
+        help="First N train questions for the learned routers (default: all; give the orchestrator's training set "
+        "to compare on equal data).",
+    ),
+]
+PricesOption = Annotated[
+    Path | None, typer.Option("--prices", help="Price sheet merged over Podium's (as the runs were priced).")
+]
+
+
 @app.command("compare")
 def compare_command(
-    orchestrator: Annotated[
-        list[str] | None,
-        typer.Option("--orchestrator", help="NAME=RUN_DIR: a `podium eval` run of a route-policy orchestrator."),
-    ] = None,
+    orchestrator: OrchestratorOption = None,
     split: SplitOption = "test",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
-    train_limit: Annotated[
-        int | None,
-        typer.Option(
-            "--train-limit",
-            min=1,
-            help="First N train questions for the learned routers (default: all; give the orchestrator's training "
-            "set to compare on equal data).",
-        ),
-    ] = None,
-    prices: Annotated[
-        Path | None, typer.Option("--prices", help="Price sheet merged over Podium's (as the runs were priced).")
-    ] = None,
+    train_limit: TrainLimitOption = None,
+    prices: PricesOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write results.json and routing.html here.")] = None,
     benchmark: BenchmarkOption = "gsm8k",
     as_json: JsonOption = False,
@@ -123,7 +131,7 @@ def compare_command(
     """Routers and evaluated orchestrators on one split: APGR, CPT, accuracy, USD and strong-call share."""
     from podium.costs.prices import PriceCatalog
     from podium.evaluate.report import write_routing_report
-    from podium.evaluate.routing.compare import METRICS, compare
+    from podium.evaluate.routing.compare import compare
     from podium.evaluate.routing.orchestrators import read_orchestrator
     from podium.evaluate.routing.routers import router_curves
     from podium.retrieval.embedding import Embedder
@@ -152,12 +160,19 @@ def compare_command(
         write_routing_report(out, comparison.curves, comparison.table)
         (out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     if not as_json:
-        for name in comparison.curves:
-            values = {metric: comparison.table[metric][name] for metric in METRICS}
-            cells = "  ".join(
-                f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
-            )
-            errors.print(Text(printable(f"{name:18} {cells}")))
-        for note in comparison.notes:
-            errors.print(Text(printable(f"note: {note}")))
+        print_table(comparison)
     typer.echo(json.dumps(result))
+
+
+def print_table(comparison: "Comparison") -> None:
+    """Each system's metrics on one line, then the notes (on standard error: standard output is the JSON)."""
+    from podium.evaluate.routing.compare import METRICS
+
+    for name in comparison.curves:
+        values = {metric: comparison.table[metric][name] for metric in METRICS}
+        cells = "  ".join(
+            f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
+        )
+        errors.print(Text(printable(f"{name:18} {cells}")))
+    for note in comparison.notes:
+        errors.print(Text(printable(f"note: {note}")))

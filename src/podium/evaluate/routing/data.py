@@ -147,17 +147,18 @@ def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingIte
     files = sorted(directory.glob("mmlu_*.csv"))
     if not files:
         raise PodiumError(f"{directory}: no MMLU recording (mmlu_<subject>.csv files)")
-    rows: list[tuple[str, int, dict[str, Recorded]]] = []
+    rows: list[tuple[str, int, str, dict[str, Recorded]]] = []
     for file in files:
         by_model = {model: load_recording(file, model) for model in price}
         for index, records in enumerate(zip(*by_model.values(), strict=True)):
-            rows.append((file.stem.removeprefix("mmlu_"), index, dict(zip(by_model, records, strict=True))))
-    times = Counter(normalise(next(iter(records.values())).question) for _, _, records in rows)
+            key = normalise(records[0].question)
+            rows.append((file.stem.removeprefix("mmlu_"), index, key, dict(zip(by_model, records, strict=True))))
+    times = Counter(key for _, _, key, _ in rows)
     items = []
-    for subject, index, records in rows:
-        question = next(iter(records.values())).question
-        if times[normalise(question)] > 1:
+    for subject, index, key, records in sorted(rows, key=lambda row: hashlib.sha256(row[2].encode()).digest()):
+        if times[key] > 1:
             continue
+        question = next(iter(records.values())).question
         tokens_in = count_tokens(question)
         item = BenchmarkItem(
             id=f"mmlu-{subject}-{index}",
@@ -168,7 +169,7 @@ def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingIte
         )
         outcomes = {m: Outcome(r.correct, price[m].cost(tokens_in, 1), None) for m, r in records.items()}
         items.append(RoutingItem(item, split_of(subject), outcomes))
-    return sorted(items, key=lambda item: _digest(item.question))
+    return items
 
 
 class GradedCache:
