@@ -50,6 +50,9 @@ from podium.extras import require_extra
 
 TOKENIZER = "cl100k_base"
 """The BPE every replayed model's tokens are counted with."""
+OUTCOME_ONLY_OUTPUT_TOKENS = 1
+"""What a reply from an outcome-only recording is charged for: RouteLLM's MMLU prompts end in ``Answer:`` and the
+model wrote one option letter."""
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _SPACE = re.compile(r"\s+")
 
@@ -195,7 +198,7 @@ class ReplayBackend(ChatBackend):
     async def _complete(self, request: GenerationRequest) -> Completion:
         record = self.lookup("\n".join(message.content for message in request.messages))
         if record.response is None:
-            text, output_tokens = recorded_reference(self.model), 1
+            text, output_tokens = recorded_reference(self.model), OUTCOME_ONLY_OUTPUT_TOKENS
         else:
             text, output_tokens = record.response, count_tokens(record.response)
         return Completion(

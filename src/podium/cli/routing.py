@@ -3,7 +3,7 @@ compare orchestrators with routers (GSM8K with the recorded replies, MMLU with t
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import typer
 from rich.text import Text
@@ -12,7 +12,7 @@ from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.routing.data import in_split, load_routing
+from podium.evaluate.routing.data import Benchmark, in_split, load_routing
 from podium.evaluate.routing.record import record
 
 if TYPE_CHECKING:
@@ -72,9 +72,9 @@ BenchmarkOption = Annotated[
 ]
 
 
-def _benchmark(benchmark: str) -> Literal["gsm8k", "mmlu"]:
-    if benchmark not in ("gsm8k", "mmlu"):
-        raise fail(ConfigError(f"--benchmark: '{benchmark}' is not gsm8k or mmlu"))
+def _benchmark(benchmark: str) -> Benchmark:
+    if benchmark not in get_args(Benchmark):
+        raise fail(ConfigError(f"--benchmark: '{benchmark}' is not {' or '.join(get_args(Benchmark))}"))
     return benchmark  # type: ignore[return-value]
 
 

@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Literal
 
 from podium import core
-from podium.backends.replay import Recorded, ReplayBackend, count_tokens, load_recording, normalise
+from podium.backends.replay import (
+    OUTCOME_ONLY_OUTPUT_TOKENS,
+    Recorded,
+    ReplayBackend,
+    count_tokens,
+    load_recording,
+    normalise,
+)
 from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.core.files import write_atomically
@@ -86,12 +93,8 @@ class RoutingItem:
 
 def split_of(key: str) -> Split:
     """The split of a question (GSM8K) or subject (MMLU) ``key`` (see the module notes)."""
-    bucket = int(_digest(key)[:8], 16) % 100
+    bucket = int(hashlib.sha256(normalise(key).encode()).hexdigest()[:8], 16) % 100
     return "test" if bucket < 20 else "validation" if bucket < 30 else "train"
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(normalise(text).encode()).hexdigest()
 
 
 def recording_path(data_dir: str | Path | None = None) -> Path:
@@ -167,7 +170,10 @@ def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingIte
             verifier="recorded",
             metadata={"subject": subject},
         )
-        outcomes = {m: Outcome(r.correct, price[m].cost(tokens_in, 1), None) for m, r in records.items()}
+        outcomes = {
+            m: Outcome(r.correct, price[m].cost(tokens_in, OUTCOME_ONLY_OUTPUT_TOKENS), None)
+            for m, r in records.items()
+        }
         items.append(RoutingItem(item, split_of(subject), outcomes))
     return items
 
