@@ -65,6 +65,8 @@ CLAIM := experiments/claim
 CLAIM_RUNS ?= runs/claim
 CLAIM_LIMIT ?=
 CLAIM_PRICES ?=
+# The learned routers are fitted on the whole train split unless CLAIM_TRAIN=N (its first N questions).
+CLAIM_TRAIN ?=
 # Test questions of each unseen-price sweep point in `make claim` (each adapter takes about 1.5 s per question here).
 CLAIM_SWEEP_LIMIT ?= 100
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
@@ -88,6 +90,7 @@ claim-eval: $(VENV)/.installed
 	  $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG); grpo=$$?; \
 	  wait $$sft && test $$grpo -eq 0
 	$(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+	  $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
 	  --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)

@@ -3,6 +3,12 @@ import pytest
 from podium.sandbox import Sandbox, SandboxConfig
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked slow first (in their order), so that pytest-xdist hands them out while every worker is busy
+    rather than leaving one long test to run alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def sandbox() -> Sandbox:
     """A sandbox with short limits so the adversarial tests finish quickly."""

@@ -15,12 +15,14 @@ pytest.importorskip("peft")
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     venv = Path(sys.executable).parent.parent
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    # -o: the environment running the tests is set up; make must not reinstall it from this checkout
+    # -o: the environment running the tests is set up; make must not reinstall it from this checkout. The routers
+    # are fitted on 40 train questions (the shipped table: the whole train split), to keep CI short.
     command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", "claim-eval", f"VENV={venv}",
-               f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3"]  # fmt: skip
+               f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_TRAIN=40"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -39,6 +41,7 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     assert all(probs and sum(probs.values()) == pytest.approx(1.0) for probs in decisions)
 
 
+@pytest.mark.slow
 def test_claim_mmlu_eval_routes_from_the_question_and_prints_the_comparison(tmp_path) -> None:
     venv = Path(sys.executable).parent.parent
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

@@ -31,6 +31,7 @@ from tests.tau2_crosscheck import (
     scripts,
 )
 
+pytestmark = pytest.mark.slow  # 20-30 s a test
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
 
 

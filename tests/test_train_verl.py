@@ -69,8 +69,9 @@ def test_overrides_carry_the_grpo_settings() -> None:
     assert overrides["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
     assert overrides["actor_rollout_ref.actor.policy_loss.loss_mode"] == "gspo"
     assert overrides["trainer.nnodes"] == "2" and overrides["trainer.total_training_steps"] == "100"
-    with pytest.raises(ConfigError, match="turn-level"):
-        verl_overrides(config.model_copy(update={"advantage": "turn"}), train_files="t", agent_loops="a")
+    for advantage in ("turn", "mt_grpo", "expected"):
+        with pytest.raises(ConfigError, match=f"advantage '{advantage}' is computed by Podium's TRL trainer"):
+            verl_overrides(config.model_copy(update={"advantage": advantage}), train_files="t", agent_loops="a")
 
 
 def test_verl_config_command_writes_a_launch(tmp_path) -> None:

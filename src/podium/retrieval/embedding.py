@@ -85,6 +85,7 @@ class Embedder:
         # Tokenizers' own thread pool would warn (and risk deadlock) each time the python sandbox forks.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         sentence_transformers = require_extra("search", "sentence_transformers")
+        require_extra("search", "transformers").utils.logging.disable_progress_bar()  # "Loading weights" on stderr
         self.model_name = model
         self.batch_size = batch_size
         self._model: Any = sentence_transformers.SentenceTransformer(resolve_model(model), device="cpu")

@@ -8,13 +8,15 @@ on groups that carry a signal, and the rows TRL receives belong to the replaceme
 
 **Seeds.** Each group gets a seed that no other group of the run gets (the instance: tools, prices, blind labels);
 sampling seeds come from the policy backend, which advances its own per request, so no two rollouts of a run
-share a random stream.
+share a random stream. With ``rollout.price_contrast`` a question's groups (one per price sheet) share its seed:
+only their prices differ.
 """
 
 import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 from podium.core.preference import Preference
@@ -30,7 +32,9 @@ from podium.train.scoring import RewardScorer, Scored, group_result, path_probab
 class ExploringSource(Protocol):
     """A rollout source that can play every path of an episode's action tree (``advantage: expected``)."""
 
-    async def explore(self, task: Task, seed: int, preference: Preference | None = None) -> list[Trajectory]: ...
+    async def explore(
+        self, task: Task, seed: int, preference: Preference | None = None, sheet: int | None = None
+    ) -> list[Trajectory]: ...
 
 
 class GroupMaker:
@@ -47,17 +51,32 @@ class GroupMaker:
         self.groups_started = 0
         self.replaced = 0
         """Groups replaced by dynamic sampling in the last batch."""
+        self.sheets: list[int | None] = []
+        """The price sheet (index into ``rollout.price_sheets``) of each group of the last batch; None: drawn at
+        random by the instance."""
 
     def next_seed(self) -> int:
         self.groups_started += 1
         return self.config.seed * 1_000_003 + self.groups_started
 
+    def plan(self, tasks: Sequence[BenchmarkItem]) -> list[tuple[BenchmarkItem, int, int | None]]:
+        """Each group's task, instance seed and price sheet: one group per task, or with ``price_contrast`` the
+        first 1/k of the tasks under each of the k sheets (the rest of the generation batch's prompts are not
+        played, so a step costs the same)."""
+        if not self.config.rollout.price_contrast:
+            return [(task, self.next_seed(), None) for task in tasks]
+        count = len(self.config.rollout.price_sheets)
+        return [(task, seed, sheet) for task in tasks[: len(tasks) // count]
+                for seed in [self.next_seed()] for sheet in range(count)]  # fmt: skip
+
     async def batch(self, tasks: Sequence[BenchmarkItem]) -> list[list[Scored]]:
-        """One scored group per task (each task one group), dropped groups replaced as far as allowed."""
-        seeds = [self.next_seed() for _ in tasks]
-        trajectories = await asyncio.gather(*(self.play(task, seed) for task, seed in zip(tasks, seeds, strict=True)))
+        """One scored group per task (or per task and sheet), dropped groups replaced as far as allowed (under
+        the same sheet)."""
+        plan = self.plan(tasks)
+        self.sheets = [sheet for _, _, sheet in plan]
+        trajectories = await asyncio.gather(*(self.play(task, seed, sheet) for task, seed, sheet in plan))
         flat = [trajectory for group in trajectories for trajectory in group]
-        items = [task for task, group in zip(tasks, trajectories, strict=True) for _ in group]
+        items = [task for (task, _, _), group in zip(plan, trajectories, strict=True) for _ in group]
         scored = await self.scorer.score(items, flat)  # toolorchestra normalises over the whole batch
         size = self.config.group_size
         groups = [scored[start : start + size] for start in range(0, len(scored), size)]
@@ -71,21 +90,23 @@ class GroupMaker:
                 task = self.rng.choice(fresh)
                 in_batch.add(task.id)
                 self.replaced += 1
-                played = await self.play(task, self.next_seed())
+                played = await self.play(task, self.next_seed(), self.sheets[index])
                 group = await self.scorer.score([task] * len(played), played)
             groups[index] = group
         return groups
 
-    async def play(self, task: BenchmarkItem, seed: int) -> list[Trajectory]:
-        """The group of one task: ``group_size`` sampled rollouts, or every path of its action tree."""
+    async def play(self, task: BenchmarkItem, seed: int, sheet: int | None = None) -> list[Trajectory]:
+        """The group of one task: ``group_size`` sampled rollouts, or every path of its action tree (priced by
+        ``sheet`` when given)."""
         size, preference = self.config.group_size, task_preference(task)
+        priced = {} if sheet is None else {"sheet": sheet}
         if self.config.advantage != "expected":
-            count = self.config.rollout.concurrency
-            return await collect(self.rollouts, [task] * size, [seed] * size, [preference] * size, count)
+            count, source = self.config.rollout.concurrency, partial(self.rollouts, **priced)
+            return await collect(source, [task] * size, [seed] * size, [preference] * size, count)
         explorer = getattr(self.rollouts, "explore", None)
         if explorer is None:
             raise ConfigError("advantage 'expected' needs a rollout source that explores (Podium's executor rollouts)")
-        paths: list[Trajectory] = await explorer(task, seed, preference)
+        paths: list[Trajectory] = await explorer(task, seed, preference, **priced)
         if len(paths) != size:
             raise ConfigError(f"task {task.id} has {len(paths)} action paths; with advantage 'expected' set group_size "
                               f"to {len(paths)} (every path is one row)")  # fmt: skip
@@ -148,3 +169,20 @@ def called_workers(trajectory: Trajectory) -> set[str]:
         model = arguments.get("model")
         names.add(model if isinstance(model, str) else result.call.name)
     return names
+
+
+def call_shares(
+    groups: Sequence[Sequence[Scored]], weights: Sequence[float], sheets: Sequence[str | None]
+) -> dict[str, float]:
+    """The batch's share of episodes that called each worker (``calls/NAME``), and, for groups priced by a named
+    sheet, the share among that sheet's groups (``calls/NAME@SHEET``)."""
+    called = [called_workers(scored.trajectory) for group in groups for scored in group]
+    labels = [sheet for group, sheet in zip(groups, sheets, strict=True) for _ in group]
+    shares = {}
+    for label in [None, *sorted({sheet for sheet in sheets if sheet is not None})]:
+        rows = [n for n, row_label in enumerate(labels) if label is None or row_label == label]
+        total = sum(weights[n] for n in rows)
+        suffix = "" if label is None else f"@{label}"
+        for name in sorted(set().union(*called)):
+            shares[f"calls/{name}{suffix}"] = sum(weights[n] for n in rows if name in called[n]) / total
+    return shares

@@ -185,6 +185,11 @@ class RolloutConfig(SystemConfig):
     """ToolOrchestra knob: offer each instance a random non-empty subset of the allowed tools and workers."""
     price_sheets: list[str] = Field(default_factory=list)
     """ToolOrchestra knob: price files (PriceCatalog YAML/JSON); each instance draws one and prices by it."""
+    price_contrast: bool = False
+    """GRPO: instead of a random sheet per instance, play each question of a generation batch under every sheet of
+    ``price_sheets`` (one group per sheet, one instance seed: only the prices differ), so every step compares the
+    same question at each price, the contrast a policy needs to learn to read prices. A generation batch then holds
+    1/len(price_sheets) as many questions."""
 
     @model_validator(mode="before")
     @classmethod
@@ -265,6 +270,11 @@ class GRPOConfig(TrainerConfig):
     epochs: PositiveFloat = 1.0
     """Passes over the tasks (``max_steps`` overrides)."""
 
+    @property
+    def generation_groups(self) -> int:
+        """Groups (questions, or question and sheet pairs) in one generation batch."""
+        return self.batch_size * self.gradient_accumulation_steps // self.group_size
+
     @model_validator(mode="after")
     def _one_task_source(self) -> Self:
         if (self.tasks is None) == (self.benchmark is None):
@@ -279,6 +289,11 @@ class GRPOConfig(TrainerConfig):
                              "drop_unanswered to false")  # fmt: skip
         if self.batch_size * self.gradient_accumulation_steps % self.group_size:
             raise ValueError("batch_size × gradient_accumulation_steps must be a multiple of group_size")
+        sheets = len(self.rollout.price_sheets)
+        if self.rollout.price_contrast and (sheets < 2 or self.generation_groups % sheets):
+            raise ValueError(f"rollout.price_contrast plays each question under every price sheet: it needs at least "
+                             f"2 price_sheets and groups per generation batch ({self.generation_groups}) a multiple "
+                             f"of their number ({sheets})")  # fmt: skip
         return self
 
 

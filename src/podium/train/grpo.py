@@ -22,7 +22,7 @@ from podium.core.trajectory import Trajectory
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.extras import require_extra
-from podium.train.batches import GroupMaker, batch_plan, called_workers, row_weights
+from podium.train.batches import GroupMaker, batch_plan, call_shares, row_weights
 from podium.train.config import GRPOConfig
 from podium.train.curves import CurvesCallback
 from podium.train.model import load_model, model_source, resolve_device, trainer_arguments
@@ -88,16 +88,15 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         plan = batch_plan(scored, [sample.turns[sample.prompt_length :] for sample in samples], self.podium)
         self.turn_advantages = {tuple(ids): row for ids, row in zip(completions, plan.advantages, strict=True)}
         weights = row_weights(groups, self.podium)
-        called = [called_workers(item.trajectory) for item in scored]
+        sheets = [None if k is None else Path(self.podium.rollout.price_sheets[k]).stem for k in self.groups.sheets]
         metrics = {
             "reward": sum(w * item.reward for w, item in zip(weights, scored, strict=True)),
             "accuracy": sum(w * item.correct for w, item in zip(weights, scored, strict=True)),
             "usd": sum(w * item.trajectory.usage.usd for w, item in zip(weights, scored, strict=True)),
             "groups_dropped": plan.groups_dropped,
             "groups_replaced": self.groups.replaced / len(groups),
-            **{f"calls/{name}": sum(w for w, names in zip(weights, called, strict=True) if name in names)
-               for name in sorted(set().union(*called))},
-        }  # fmt: skip
+            **call_shares(groups, weights, sheets),
+        }
         return {
             "prompt_ids": [sample.input_ids[: sample.prompt_length] for sample in samples],
             "completion_ids": completions,

@@ -113,17 +113,22 @@ class ExecutorRollouts:
             rollouts.allowed = rollouts.pool.registry.names()  # the default pool's worker is not on offer
         return rollouts
 
-    def instance(self, seed: int, orchestrator: ChatBackend | None = None) -> tuple[Pool, ChatBackend, RunConfig]:
-        """This instance's pool (repriced by a random sheet), orchestrator (priced by it) and run config (its
-        allowed tools)."""
+    def instance(
+        self, seed: int, orchestrator: ChatBackend | None = None, sheet: int | None = None
+    ) -> tuple[Pool, ChatBackend, RunConfig]:
+        """This instance's pool (repriced by price sheet number ``sheet``, or by a random one), orchestrator
+        (priced by it) and run config (its allowed tools)."""
         rng = random.Random(seed)
         pool, orchestrator = self.pool, orchestrator or self.orchestrator
         if orchestrator is None:
             raise ConfigError("no orchestrator backend: give one to ExecutorRollouts or to the call")
+        if sheet is not None and not 0 <= sheet < len(self.price_sheets):
+            raise ConfigError(f"price sheet {sheet} asked for; the rollouts have {len(self.price_sheets)}")
         if self.price_sheets:
-            sheet = rng.choice(self.price_sheets)
-            pool = pool.repriced(sheet)
-            orchestrator = orchestrator.repriced(sheet.models.get(orchestrator.model, FREE))
+            drawn = rng.choice(self.price_sheets)  # drawn even when given: the tool subset's draw stays the same
+            prices = drawn if sheet is None else self.price_sheets[sheet]
+            pool = pool.repriced(prices)
+            orchestrator = orchestrator.repriced(prices.models.get(orchestrator.model, FREE))
         allow = self.allowed
         if self.config.tool_subset:
             names = sorted(self.allowed if self.allowed is not None else pool.registry.names())
@@ -135,20 +140,23 @@ class ExecutorRollouts:
         task: Task,
         seed: int,
         preference: Preference | None = None,
+        sheet: int | None = None,
         *,
         orchestrator: ChatBackend | None = None,
     ) -> Trajectory:
-        """One episode; ``orchestrator`` replaces the default backend for it (verl binds each rollout to its own
-        server session)."""
-        pool, orchestrator, settings = self.instance(seed, orchestrator)
+        """One episode, priced by price sheet number ``sheet`` (None: a random one); ``orchestrator`` replaces
+        the default backend for it (verl binds each rollout to its own server session)."""
+        pool, orchestrator, settings = self.instance(seed, orchestrator, sheet)
         return await self.system.solve(
             task, seed=seed, preference=preference, settings=settings, pool=pool, orchestrator=orchestrator
         )
 
-    async def explore(self, task: Task, seed: int, preference: Preference | None = None) -> list[Trajectory]:
+    async def explore(
+        self, task: Task, seed: int, preference: Preference | None = None, sheet: int | None = None
+    ) -> list[Trajectory]:
         """Every path of the episode's action tree (:mod:`podium.runtime.explore`), each turn scored by the
         current policy: the group of the ``expected`` advantage."""
-        pool, orchestrator, settings = self.instance(seed)
+        pool, orchestrator, settings = self.instance(seed, sheet=sheet)
         return await self.system.explore(
             task, seed=seed, preference=preference, settings=settings, pool=pool, scorer=orchestrator
         )
@@ -170,8 +178,10 @@ class RayRollouts:
         count, per_replica = replica_count(config.concurrency)
         self.replicas = Replicas(partial(served_policy_rollouts, config, served_model), count, per_replica=per_replica)
 
-    async def __call__(self, task: Task, seed: int, preference: Preference | None = None) -> Trajectory:
-        trajectory: Trajectory = await self.replicas.call("__call__", task, seed, preference)
+    async def __call__(
+        self, task: Task, seed: int, preference: Preference | None = None, sheet: int | None = None
+    ) -> Trajectory:
+        trajectory: Trajectory = await self.replicas.call("__call__", task, seed, preference, sheet)
         return trajectory
 
     def stop(self) -> None:

@@ -87,11 +87,14 @@ def verl_overrides(
 ) -> list[str]:
     """Hydra overrides for ``python -m verl.trainer.main_ppo`` that train like ``config`` (GRPO advantages,
     ε_low/ε_high, k3 KL, loss aggregation, rollouts per question) with Podium's agent loop doing the rollouts."""
-    if config.advantage == "turn":
-        raise ConfigError("turn-level advantages are computed by Podium's TRL trainer; verl's GRPO is trajectory-level")
+    if config.advantage != "trajectory":
+        raise ConfigError(f"advantage {config.advantage!r} is computed by Podium's TRL trainer; verl's GRPO is "
+                          "trajectory-level")  # fmt: skip
+    if config.rollout.price_contrast:
+        raise ConfigError("rollout.price_contrast pairs groups in Podium's TRL trainer; verl draws its own batches")
     if config.model.path is None:
         raise ConfigError("verl needs the policy as a checkpoint directory: set model.path")
-    questions = config.batch_size * config.gradient_accumulation_steps // config.group_size
+    questions = config.generation_groups
     settings: dict[str, Any] = {
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": True,
