@@ -66,6 +66,33 @@ def test_each_question_is_played_under_every_sheet_with_one_seed_and_only_the_pr
     assert shares["calls/s"] == pytest.approx(0.75) and shares["calls/w@dear"] == pytest.approx(0.75)
 
 
+def test_a_dropped_question_is_replaced_under_every_sheet_so_the_batch_stays_paired() -> None:
+    from podium.core.trajectory import Trajectory, Turn
+    from podium.train.batches import GroupMaker
+    from podium.train.config import RewardConfig
+    from podium.train.scoring import RewardScorer
+
+    tasks = [BenchmarkItem(id=f"t{n}", question=f"What is {n} + {n}?", gold=str(2 * n), verifier="math")
+             for n in range(4)]  # fmt: skip
+    played: list[tuple[str, int, int | None]] = []
+
+    async def rollout(task, seed: int, preference=None, sheet: int | None = None) -> Trajectory:
+        played.append((task.id, seed, sheet))
+        value = int(task.question.split()[2])  # t0: every rollout right (a group that teaches nothing)
+        answer = str(2 * value) if value == 0 or len(played) % 2 else "0"
+        return Trajectory(question=task.question, answer=answer, turns=[Turn(index=0, output=answer)])
+
+    config = contrast_config(advantage="trajectory", group_size=2, batch_size=4, resample_groups=4,
+                             min_group_std=0.1, drop_malformed=True, drop_unanswered=True)  # fmt: skip
+    maker = GroupMaker(rollout, RewardScorer(RewardConfig(design="cost_penalty"), []), config, tasks)
+    groups = asyncio.run(maker.batch(tasks[:2]))  # one question (t0) under two sheets
+    assert maker.replaced == 2 and maker.sheets == [0, 1]
+    first, second = ({scored.trajectory.question for scored in group} for group in groups)
+    assert first == second and first != {tasks[0].question}  # t0 replaced by one fresh question under both sheets
+    replacement = [(seed, sheet) for task_id, seed, sheet in played if task_id != "t0"]
+    assert {sheet for _, sheet in replacement} == {0, 1} and len({seed for seed, _ in replacement}) == 1
+
+
 def test_an_instance_priced_by_a_named_sheet_keeps_its_seed_draws(tmp_path) -> None:
     pool = cat_pool(tmp_path)
     config = RolloutConfig(tool_subset=True, price_sheets=["cheap.yaml", "dear.yaml"])

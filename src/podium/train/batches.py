@@ -70,8 +70,7 @@ class GroupMaker:
                 for seed in [self.next_seed()] for sheet in range(count)]  # fmt: skip
 
     async def batch(self, tasks: Sequence[BenchmarkItem]) -> list[list[Scored]]:
-        """One scored group per task (or per task and sheet), dropped groups replaced as far as allowed (under
-        the same sheet)."""
+        """One scored group per task (or per task and sheet), dropped groups replaced as far as allowed."""
         plan = self.plan(tasks)
         self.sheets = [sheet for _, _, sheet in plan]
         trajectories = await asyncio.gather(*(self.play(task, seed, sheet) for task, seed, sheet in plan))
@@ -80,19 +79,26 @@ class GroupMaker:
         scored = await self.scorer.score(items, flat)  # toolorchestra normalises over the whole batch
         size = self.config.group_size
         groups = [scored[start : start + size] for start in range(0, len(scored), size)]
+        return await self.replace_dropped(groups, {task.id for task in tasks})
+
+    async def replace_dropped(self, groups: list[list[Scored]], in_batch: set[str]) -> list[list[Scored]]:
+        """Dynamic sampling: a question whose group the filters drop is replaced by a fresh question, up to
+        ``resample_groups`` groups per batch. With ``price_contrast`` the question's groups under every sheet are
+        replaced together, so the batch's questions stay paired across prices."""
+        width = len(self.config.rollout.price_sheets) if self.config.rollout.price_contrast else 1
         self.replaced = 0
-        in_batch = {task.id for task in tasks}
-        for index, group in enumerate(groups):
-            while group_result(group, self.config).dropped and self.replaced < self.config.resample_groups:
+        for start in range(0, len(groups), width):
+            block, sheets = groups[start : start + width], self.sheets[start : start + width]
+            while any(group_result(group, self.config).dropped for group in block):
                 fresh = [task for task in self.tasks if task.id not in in_batch]
-                if not fresh:
+                if not fresh or self.replaced + width > self.config.resample_groups:
                     break
-                task = self.rng.choice(fresh)
+                task, seed = self.rng.choice(fresh), self.next_seed()
                 in_batch.add(task.id)
-                self.replaced += 1
-                played = await self.play(task, self.next_seed(), self.sheets[index])
-                group = await self.scorer.score([task] * len(played), played)
-            groups[index] = group
+                self.replaced += width
+                played = [await self.play(task, seed, sheet) for sheet in sheets]
+                block = [await self.scorer.score([task] * len(paths), paths) for paths in played]
+            groups[start : start + width] = block
         return groups
 
     async def play(self, task: BenchmarkItem, seed: int, sheet: int | None = None) -> list[Trajectory]:
