@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from podium.backends.base import BackendError
 from podium.cli.common import JsonOption, PoolOption, UnisolatedOption, console, errors, fail, open_pool, print_trace
 from podium.cli.output import print_json_line, shown
+from podium.core.progress import ProgressBar
 from podium.core.trajectory import write_trajectories
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import Domain, communicate_info, data_dir, golden_actions, known_domains, load_domain
@@ -44,7 +45,7 @@ def _load(name: str, directory: Path | None) -> Domain:
 def _progress(items: Iterable[T], total: int, what: str) -> Iterator[T]:
     """``items`` with a progress bar on stderr (scoring takes about 0.2-1 s per conversation)."""
     columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=errors, transient=True) as bar:
+    with ProgressBar(*columns, console=errors, transient=True) as bar:
         task = bar.add_task(what, total=total)
         for item in items:
             yield item

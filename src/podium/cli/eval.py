@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 
 from podium.cli.common import fail
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference
+from podium.core.progress import ProgressBar
 from podium.costs.prices import PriceCatalog
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
@@ -165,7 +165,7 @@ def _export_tau2(out: Path, path: Path | None, data_dir: Path | None, quiet: boo
     from podium.evaluate.tau2_export import export_tau2_results  # needs the tau2 extra; only this flag does
 
     def track(records, total):  # grading takes about a second per conversation
-        with Progress(console=errors, transient=True, disable=quiet) as bar:
+        with ProgressBar(console=errors, transient=True, disable=quiet) as bar:
             yield from bar.track(records, total=total, description="exporting tau2 results")
 
     written, left_out = export_tau2_results(out, path, data_dir=data_dir, track=track)

@@ -16,11 +16,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from podium.cli.common import JsonOption, PoolOption, SandboxOption, UnisolatedOption, console, fail, open_pool
 from podium.cli.output import print_json_line, shown
+from podium.core.progress import ProgressBar
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError, PodiumError
@@ -71,7 +72,7 @@ def _sandbox(path: Path | None, allow_unisolated: bool) -> SandboxConfig:
 
 
 def _grade(grader: Grader, lines: list[tuple[int, str]], kind, items, concurrency: int, quiet: bool) -> list[GradedRow]:
-    progress = Progress(
+    progress = ProgressBar(
         TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=Console(stderr=True), transient=True, disable=quiet,
     )  # fmt: skip

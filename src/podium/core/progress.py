@@ -1,16 +1,19 @@
 """Progress of an episode while it runs, for live displays and streams: what the episode is doing, how many tokens
 the model has generated so far, each turn's output and each call's result as they come in, and the trajectory once
-it stops.
+it stops; and the progress bar of every longer wait (:class:`ProgressBar`), which also reports to a log file.
 
 The episode calls its ``on_event`` callback at each step. Token counts come from the backend that is
 generating: it reads :data:`token_progress` (a context variable, so worker generations inside tool calls report
 too) and calls it with the running count.
 """
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import rich.progress
 
 from podium.core.calls import CallUsage, ToolResult
 from podium.core.trajectory import Trajectory
@@ -45,3 +48,26 @@ OnEvent = Callable[[EpisodeEvent], None]
 
 token_progress: ContextVar[Callable[[int], None] | None] = ContextVar("podium_token_progress", default=None)
 """Set while a generation runs on behalf of a watched episode: called with the tokens generated so far."""
+
+
+class ProgressBar(rich.progress.Progress):
+    """Rich's progress display for a wait on stderr. Rich draws it live on a terminal only; on a log file or a CI
+    job's pipe it shows nothing until the end, so there it prints its current line every ``every_s`` seconds."""
+
+    def __init__(self, *columns: str | rich.progress.ProgressColumn, every_s: float = 30.0, **options: Any) -> None:
+        super().__init__(*columns, **options)
+        self.every_s = every_s
+        self._printed_at = time.monotonic()
+
+    def update(self, task_id: rich.progress.TaskID, **changes: Any) -> None:
+        super().update(task_id, **changes)
+        self._report()
+
+    def advance(self, task_id: rich.progress.TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._report()
+
+    def _report(self) -> None:
+        if not self.disable and not self.console.is_terminal and time.monotonic() - self._printed_at >= self.every_s:
+            self._printed_at = time.monotonic()
+            self.console.print(self.get_renderable())

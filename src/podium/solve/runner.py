@@ -20,13 +20,13 @@ from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress,
     ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
+from podium.core.progress import ProgressBar
 from podium.costs.ledger import RunCap
 
 T = TypeVar("T", bound=BaseModel)
@@ -141,7 +141,7 @@ class BatchRunner:
                     running.cancel()
         return [log.done[key(unit)] for unit in units if key(unit) in log]
 
-    def _bar(self, accuracy: bool) -> Progress:
+    def _bar(self, accuracy: bool) -> ProgressBar:
         """Done/total, the accuracy so far (when units are graded), USD spent, elapsed time and ETA."""
         columns: list[str | ProgressColumn] = [
             TextColumn("[bold]{task.description}"),
@@ -156,4 +156,4 @@ class BatchRunner:
             TextColumn("ETA"),
             TimeRemainingColumn(),
         ]
-        return Progress(*columns, console=Console(stderr=True), disable=not self.progress)
+        return ProgressBar(*columns, console=Console(stderr=True), disable=not self.progress)
