@@ -34,7 +34,7 @@ Task = BenchmarkItem | str
 class RolloutSource(Protocol):
     """Produces one rollout: a trajectory of the current policy on ``task``. ``seed`` names the instance (its tool
     subset, price sheet and blind labels): the rollouts of one GRPO group share it, and differ only through
-    sampling."""
+    sampling. Under ``rollout.price_contrast`` it is also given ``sheet=k``: price the instance by sheet k."""
 
     def __call__(
         self, task: Task, seed: int, preference: Preference | None = None
