@@ -242,3 +242,24 @@ def test_the_episode_reports_its_steps_and_the_live_line_shows_them():
         display.update(event)
     line = display.__rich__().plain
     assert "turn 1" in line and "17 tokens generated" in line and line.endswith(" s")
+
+
+def test_on_a_log_file_the_live_line_is_printed_every_interval():
+    import io
+
+    from rich.console import Console
+
+    from podium.cli.common import LiveEpisode
+    from podium.core.progress import EpisodeEvent
+
+    log = Console(file=io.StringIO(), force_terminal=False, width=200)
+    display = LiveEpisode("serial · boss-m", console=log, every_s=0.0)
+    with display:
+        display.update(EpisodeEvent("generating", 0))
+        display.update(EpisodeEvent("tokens", 0, tokens=5))
+    lines = [line for line in log.file.getvalue().splitlines() if line.strip()]
+    assert len(lines) == 2 and "orchestrator generating  5 tokens generated" in lines[1]
+    quiet = Console(file=io.StringIO(), force_terminal=False, width=200)
+    with LiveEpisode("serial · boss-m", console=quiet) as display:  # 10 s between lines: none in a fast episode
+        display.update(EpisodeEvent("generating", 0))
+    assert quiet.file.getvalue().strip() == ""

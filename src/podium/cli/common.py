@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -132,16 +133,20 @@ def backend_failure(trajectory: Trajectory) -> typer.Exit | None:
 
 class LiveEpisode:
     """A live line on stderr while an episode runs: the turn, what it is doing, the tokens the model has
-    generated so far and the elapsed time. Pass :meth:`update` as ``on_event`` to :meth:`Executor.run`."""
+    generated so far and the elapsed time. Pass :meth:`update` as ``on_event`` to :meth:`Executor.run`. Where
+    stderr is not a terminal (a log file, a pipe) Rich would show nothing, so the line is printed at an event every
+    ``every_s`` seconds."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, console: Console = errors, every_s: float = 10.0) -> None:
         self.label = label
-        self.started = time.perf_counter()
+        self.started = self.printed_at = time.perf_counter()
         self.turn = 0
         self.doing = "starting"
         self.tokens = 0
         self.generated = 0
-        self.live = Live(self, console=errors, transient=True, refresh_per_second=4)
+        self.console = console
+        self.every_s = every_s
+        self.live = Live(self, console=console, transient=True, refresh_per_second=4)
 
     def update(self, event: EpisodeEvent) -> None:
         self.turn = event.turn
@@ -153,6 +158,9 @@ class LiveEpisode:
         elif event.kind == "calling":
             self.doing = f"running its {event.detail}"
             self.generated = self.tokens
+        if not self.console.is_terminal and time.perf_counter() - self.printed_at >= self.every_s:
+            self.printed_at = time.perf_counter()
+            self.console.print(self)
 
     def __rich__(self) -> Text:
         elapsed = time.perf_counter() - self.started
