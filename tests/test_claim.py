@@ -15,17 +15,21 @@ pytest.importorskip("peft")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
-def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
+def make_claim(target: str, *variables: str) -> dict:
+    """Run ``make TARGET VARIABLES…`` with this environment and return the JSON object of its last line."""
     venv = Path(sys.executable).parent.parent
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    # -o: the environment running the tests is set up; make must not reinstall it from this checkout. The routers
-    # are fitted on 40 train questions (the shipped table: the whole train split), to keep CI short.
-    command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", "claim-eval", f"VENV={venv}",
-               f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_TRAIN=40"]  # fmt: skip
+    # -o: the environment running the tests is set up; make must not reinstall it from this checkout
+    command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", target, f"VENV={venv}", *variables]
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
+    # the routers fitted on 40 train questions (the shipped table: the whole train split), to keep CI short
+    result = make_claim("claim-eval", f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_TRAIN=40")
     assert result["n_test"] == 3
     # On the first three test questions GPT-4 is no better than Mixtral: no gap to recover, and the table says so.
     assert set(result["apgr"].values()) == {None} and "undefined" in result["notes"][0]
@@ -43,14 +47,8 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_claim_mmlu_eval_routes_from_the_question_and_prints_the_comparison(tmp_path) -> None:
-    venv = Path(sys.executable).parent.parent
-    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     # the routers fitted on 40 train questions (the shipped target: the orchestrator's 1,000), to keep CI short
-    command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", "claim-mmlu-eval", f"VENV={venv}",
-               f"CLAIM_MMLU_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_MMLU_TRAIN=40"]  # fmt: skip
-    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = make_claim("claim-mmlu-eval", f"CLAIM_MMLU_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_MMLU_TRAIN=40")
     assert result["n_test"] == 3
     # no reply is recorded: no cascade among the routers
     assert set(result["strong_share"]) == {

@@ -34,7 +34,7 @@ worker, :class:`LatencyModel`), reported as the generation's latency; nothing sl
 import csv
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -90,31 +90,38 @@ def normalise(text: str) -> str:
 def load_recording(path: str | Path, model: str) -> list[Recorded]:
     """``model``'s rows of the recording at ``path`` (columns ``prompt``, ``model`` and, unless the recording is
     outcome-only, ``model_response``), or of every CSV in the directory ``path``, in name order."""
+    return load_recordings(path, [model])[model]
+
+
+def load_recordings(path: str | Path, models: Sequence[str]) -> dict[str, list[Recorded]]:
+    """The rows of each of ``models`` (see :func:`load_recording`), each file read once."""
     path = Path(path)
     files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
     if not files:
         raise ConfigError(f"replay recording {path}: the directory holds no .csv file")
-    return [record for file in files for record in _load_file(file, model)]
+    loaded = [_load_file(file, models) for file in files]
+    return {model: [record for per_file in loaded for record in per_file[model]] for model in models}
 
 
-def _load_file(path: Path, model: str) -> list[Recorded]:
+def _load_file(path: Path, models: Sequence[str]) -> dict[str, list[Recorded]]:
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))
     except OSError as error:
         raise ConfigError(f"replay recording {path}: {error.strerror or error}") from error
     columns = set(rows[0]) if rows else set()
-    missing = sorted({"prompt", model} - columns)
+    missing = sorted({"prompt", *models} - columns)
     if missing:
         raise ConfigError(f"replay recording {path} has no column(s) {missing}; it has {sorted(columns)}")
-    responses = f"{model}_response" in columns
     flags = {"True": True, "False": False}
-    recorded = []
     for number, row in enumerate(rows, start=2):
-        if row[model] not in flags:
-            raise ConfigError(f"replay recording {path}, line {number}: '{model}' is {row[model]!r}, not True/False")
-        recorded.append(Recorded(row["prompt"], flags[row[model]], row[f"{model}_response"] if responses else None))
-    return recorded
+        for model in models:
+            if row[model] not in flags:
+                problem = f"'{model}' is {row[model]!r}, not True/False"
+                raise ConfigError(f"replay recording {path}, line {number}: {problem}")
+    # an outcome-only recording has no <model>_response column: its rows have no such key
+    return {model: [Recorded(row["prompt"], flags[row[model]], row.get(f"{model}_response")) for row in rows]
+            for model in models}  # fmt: skip
 
 
 def recorded_reference(model: str) -> str:

@@ -37,7 +37,7 @@ from podium.backends.replay import (
     Recorded,
     ReplayBackend,
     count_tokens,
-    load_recording,
+    load_recordings,
     normalise,
 )
 from podium.cache import cache_dir
@@ -152,7 +152,7 @@ def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingIte
         raise PodiumError(f"{directory}: no MMLU recording (mmlu_<subject>.csv files)")
     rows: list[tuple[str, int, str, dict[str, Recorded]]] = []
     for file in files:
-        by_model = {model: load_recording(file, model) for model in price}
+        by_model = load_recordings(file, list(price))
         for index, records in enumerate(zip(*by_model.values(), strict=True)):
             key = normalise(records[0].question)
             rows.append((file.stem.removeprefix("mmlu_"), index, key, dict(zip(by_model, records, strict=True))))
