@@ -17,7 +17,7 @@ from podium.cli.output import make_console, shown
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
 from podium.core.printable import json_printable, printable
-from podium.core.progress import EpisodeEvent
+from podium.core.progress import EpisodeEvent, PipedReports
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import PodiumError
@@ -139,13 +139,13 @@ class LiveEpisode:
 
     def __init__(self, label: str, console: Console = errors, every_s: float = 10.0) -> None:
         self.label = label
-        self.started = self.printed_at = time.perf_counter()
+        self.started = time.perf_counter()
         self.turn = 0
         self.doing = "starting"
         self.tokens = 0
         self.generated = 0
         self.console = console
-        self.every_s = every_s
+        self.reports = PipedReports(console, every_s)
         self.live = Live(self, console=console, transient=True, refresh_per_second=4)
 
     def update(self, event: EpisodeEvent) -> None:
@@ -158,8 +158,7 @@ class LiveEpisode:
         elif event.kind == "calling":
             self.doing = f"running its {event.detail}"
             self.generated = self.tokens
-        if not self.console.is_terminal and time.perf_counter() - self.printed_at >= self.every_s:
-            self.printed_at = time.perf_counter()
+        if self.reports.due():
             self.console.print(self)
 
     def __rich__(self) -> Text:

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import rich.console
 import rich.progress
 
 from podium.core.calls import CallUsage, ToolResult
@@ -50,14 +51,30 @@ token_progress: ContextVar[Callable[[int], None] | None] = ContextVar("podium_to
 """Set while a generation runs on behalf of a watched episode: called with the tokens generated so far."""
 
 
+class PipedReports:
+    """When a live display prints its line where Rich cannot draw it live (a console that is not a terminal: a log
+    file, a pipe, a CI job): at most once every ``every_s`` seconds."""
+
+    def __init__(self, console: rich.console.Console, every_s: float) -> None:
+        self.console = console
+        self.every_s = every_s
+        self._printed_at = time.monotonic()
+
+    def due(self) -> bool:
+        """Whether to print the line now (and, if so, the interval restarts)."""
+        if self.console.is_terminal or time.monotonic() - self._printed_at < self.every_s:
+            return False
+        self._printed_at = time.monotonic()
+        return True
+
+
 class ProgressBar(rich.progress.Progress):
-    """Rich's progress display for a wait on stderr. Rich draws it live on a terminal only; on a log file or a CI
-    job's pipe it shows nothing until the end, so there it prints its current line every ``every_s`` seconds."""
+    """Rich's progress display for a wait on stderr; on a console that is not a terminal, where Rich shows nothing
+    until the end, it prints its current line every ``every_s`` seconds."""
 
     def __init__(self, *columns: str | rich.progress.ProgressColumn, every_s: float = 30.0, **options: Any) -> None:
         super().__init__(*columns, **options)
-        self.every_s = every_s
-        self._printed_at = time.monotonic()
+        self.reports = PipedReports(self.console, every_s)
 
     def update(self, task_id: rich.progress.TaskID, **changes: Any) -> None:
         super().update(task_id, **changes)
@@ -68,6 +85,5 @@ class ProgressBar(rich.progress.Progress):
         self._report()
 
     def _report(self) -> None:
-        if not self.disable and not self.console.is_terminal and time.monotonic() - self._printed_at >= self.every_s:
-            self._printed_at = time.monotonic()
+        if not self.disable and self.reports.due():
             self.console.print(self.get_renderable())
