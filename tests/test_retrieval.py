@@ -241,6 +241,26 @@ def test_model_names_resolve_to_the_wheel_a_directory_or_a_hub_id(tmp_path, embe
     assert embedder.dimension == 384
 
 
+def test_cached_embeddings_are_the_encoded_vectors_read_back_without_the_model(tmp_path, monkeypatch, embedder):
+    from podium.retrieval import embedding
+
+    model = embedding.resolve_model(embedding.DEFAULT_MODEL)
+    monkeypatch.setenv("PODIUM_CACHE", str(tmp_path))
+    texts = [passage.text for passage in SMALL_CORPUS]
+    first = embedding.CachedEmbeddings(model).encode(texts)
+    assert first.tobytes() == embedder.encode(texts).tobytes()
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a cached list of texts loaded the model")
+
+    monkeypatch.setattr(embedding, "Embedder", no_model)
+    again = embedding.CachedEmbeddings(model).encode(texts)
+    assert again.tobytes() == first.tobytes()
+    assert len(list((tmp_path / "embeddings").glob("*.npy"))) == 1
+    with pytest.raises(AssertionError, match="loaded the model"):  # other texts are a new entry
+        embedding.CachedEmbeddings(model).encode(texts[:3])
+
+
 def test_missing_search_extra_says_what_to_install(monkeypatch):
     monkeypatch.delitem(sys.modules, "podium.retrieval.index", raising=False)
     monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail

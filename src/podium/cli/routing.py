@@ -134,7 +134,7 @@ def compare_command(
     from podium.evaluate.routing.compare import compare
     from podium.evaluate.routing.orchestrators import read_orchestrator
     from podium.evaluate.routing.routers import router_curves
-    from podium.retrieval.embedding import Embedder
+    from podium.retrieval.embedding import CachedEmbeddings
 
     try:
         sheet = PriceCatalog.from_file(prices) if prices is not None else None
@@ -150,7 +150,7 @@ def compare_command(
         test = [item for item in test if scored is None or item.item.id in scored]
         runs = [type(run)(run.name, [e for e in run.episodes if e.item in test]) for run in runs]
         errors.print(f"embedding {len(train) + len(test)} questions with MiniLM for the knn and logreg routers…")
-        embedder = Embedder()
+        embedder = CachedEmbeddings()
         vectors = embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
         comparison = compare(router_curves(train, test, *vectors), runs, test)
     except (PodiumError, ValueError) as error:

