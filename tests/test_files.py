@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from podium.core.files import replaced_atomically, write_atomically
+from podium.core.files import replaced_atomically, write_atomically, write_bytes_atomically
 
 
 def test_concurrent_writers_each_replace_the_file_whole(tmp_path):
@@ -24,3 +24,11 @@ def test_a_failed_write_leaves_the_old_content(tmp_path):
         handle.write("new, half")
         raise OSError("disk full")
     assert path.read_text(encoding="utf-8") == "old" and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_bytes_replace_the_file_whole_and_verbatim(tmp_path):
+    path = tmp_path / "vectors.npy"
+    write_atomically(path, "old")
+    data = bytes(range(256)) * 10
+    write_bytes_atomically(path, data)
+    assert path.read_bytes() == data and sorted(tmp_path.iterdir()) == [path]

@@ -8,6 +8,7 @@ which sentence-transformers fetches into its own cache (or finds there when ``HF
 
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from podium.cache import cache_dir
+from podium.core.files import write_bytes_atomically
 from podium.errors import MissingExtraError
 from podium.extras import require_extra
 
@@ -140,26 +142,21 @@ class CachedEmbeddings:
     def __init__(self, model: str = DEFAULT_MODEL) -> None:
         self.model = model
         self._embedder: Embedder | None = None
+        source = resolve_model(model)
+        files = sorted(path for path in Path(source).rglob("*") if path.is_file()) if Path(source).is_dir() else []
+        # A local model's files' sizes and times: a retrained model under the same path is a new one.
+        self._model_key = [source, [(str(file), file.stat().st_size, file.stat().st_mtime_ns) for file in files]]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The texts' embeddings, from the cache or encoded (and then cached)."""
-        path = cache_dir("embeddings") / f"{self._digest(texts)}.npy"
+        key = json.dumps([self._model_key, BATCH_SIZE, list(texts)])
+        path = cache_dir("embeddings") / f"{hashlib.sha256(key.encode()).hexdigest()}.npy"
         if path.is_file():
             return np.load(path)
         if self._embedder is None:
             self._embedder = Embedder(self.model)
         vectors = self._embedder.encode(texts)
-        # Written beside the target and renamed: a concurrent run never reads half a file.
-        staging = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        with staging.open("wb") as handle:
-            np.save(handle, vectors)
-        staging.replace(path)
+        buffer = io.BytesIO()
+        np.save(buffer, vectors)
+        write_bytes_atomically(path, buffer.getvalue())
         return vectors
-
-    def _digest(self, texts: Sequence[str]) -> str:
-        """Model, its files' sizes and times (a retrained local model is a new one), batch size and texts."""
-        source = resolve_model(self.model)
-        files = sorted(Path(source).rglob("*")) if Path(source).is_dir() else []
-        stamp = [(str(file), file.stat().st_size, file.stat().st_mtime_ns) for file in files if file.is_file()]
-        key = json.dumps([source, stamp, BATCH_SIZE, list(texts)])
-        return hashlib.sha256(key.encode()).hexdigest()
