@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-mmlu claim-mmlu-eval
+.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -67,20 +67,25 @@ CLAIM_LIMIT ?=
 CLAIM_PRICES ?=
 # The learned routers are fitted on the whole train split unless CLAIM_TRAIN=N (its first N questions).
 CLAIM_TRAIN ?=
-# Test questions of each unseen-price sweep point in `make claim` (each adapter takes about 1.5 s per question here).
+# The unseen-price sweep of `make claim` (`make claim-sweep`): sheets of experiments/claim/prices, the test questions
+# of each point (the GRPO adapter takes about 1.5 s per question here), and where each point's comparison goes.
+CLAIM_SWEEP ?= sweep-gpt4-x0.35 sweep-gpt4-x0.7 sweep-gpt4-x1.4 sweep-gpt4-x2.8
 CLAIM_SWEEP_LIMIT ?= 100
+CLAIM_SWEEP_OUT ?= $(CLAIM)/results
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
+CLAIM_COMPARE = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
+	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
+	--orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
 claim: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM)/collect.yaml --teacher $(CLAIM)/teacher.yaml --quiet
 	$(BIN)/podium train sft --config $(CLAIM)/sft.yaml
 	$(BIN)/podium train grpo --config $(CLAIM)/grpo.yaml
 	$(MAKE) claim-eval CLAIM_OUT=$(CLAIM)/results
-	for sheet in $(CLAIM)/prices/sweep-*.yaml; do \
-	  $(MAKE) claim-eval CLAIM_PRICES=$$sheet CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT) \
-	    CLAIM_OUT=$(CLAIM)/results/$$(basename $$sheet .yaml) || exit 1; done
+	$(MAKE) claim-sweep
 
 # The committed adapters and every router on the test split; the last line printed is one JSON object.
 claim-eval: $(VENV)/.installed
@@ -89,11 +94,23 @@ claim-eval: $(VENV)/.installed
 	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG) & sft=$$!; \
 	  $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG); grpo=$$?; \
 	  wait $$sft && test $$grpo -eq 0
-	$(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
-	  $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
-	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
-	  --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
-	  --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
+	$(CLAIM_COMPARE) --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
+
+# The unseen-price sweep: the GRPO adapter and the routers under each sheet of CLAIM_SWEEP, two sheets side by side
+# (each evaluation decodes on one CPU thread; the first of a pair shows its progress). Each point prints its JSON line.
+CLAIM_POINT = $(MAKE) --no-print-directory claim-price-point CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT)
+claim-sweep: $(VENV)/.installed
+	$(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+	set -- $(CLAIM_SWEEP); while [ $$# -gt 0 ]; do \
+	  $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$1.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$1 & first=$$!; second=0; \
+	  if [ $$# -gt 1 ]; then $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$2.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$2 \
+	    CLAIM_QUIET=--quiet || second=1; shift; fi; \
+	  wait $$first && test $$second -eq 0 || exit 1; shift; done
+
+# One point of the sweep: the GRPO adapter under CLAIM_PRICES on the first CLAIM_SWEEP_LIMIT test questions.
+claim-price-point:
+	$(CLAIM_EVAL) $(CLAIM_QUIET) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
+	$(CLAIM_COMPARE)
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
 # reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on

@@ -15,15 +15,20 @@ pytest.importorskip("peft")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def make_claim(target: str, *variables: str) -> dict:
-    """Run ``make TARGET VARIABLES…`` with this environment and return the JSON object of its last line."""
+def run_make(target: str, *variables: str) -> list[str]:
+    """Run ``make TARGET VARIABLES…`` with this environment and return the lines it printed on stdout."""
     venv = Path(sys.executable).parent.parent
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     # -o: the environment running the tests is set up; make must not reinstall it from this checkout
     command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", target, f"VENV={venv}", *variables]
     done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()
+
+
+def make_claim(target: str, *variables: str) -> dict:
+    """Run ``make TARGET VARIABLES…`` and return the JSON object of its last line."""
+    return json.loads(run_make(target, *variables)[-1])
 
 
 @pytest.mark.slow
@@ -43,6 +48,28 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     assert len(records) == 3
     decisions = [turn["choice_probs"] for record in records for turn in record["trajectory"]["turns"]]
     assert all(probs and sum(probs.values()) == pytest.approx(1.0) for probs in decisions)
+
+
+@pytest.mark.slow
+def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> None:
+    sheets = ["sweep-gpt4-x0.35", "sweep-gpt4-x2.8"]  # one pair, played side by side
+    lines = run_make(
+        "claim-sweep", f"CLAIM_RUNS={tmp_path}", f"CLAIM_SWEEP={' '.join(sheets)}", "CLAIM_SWEEP_LIMIT=2",
+        f"CLAIM_SWEEP_OUT={tmp_path / 'out'}", "CLAIM_TRAIN=40",
+    )  # fmt: skip
+    printed = [json.loads(line) for line in lines if line.startswith("{")]
+    cheap, dear = (json.loads((tmp_path / "out" / sheet / "results.json").read_text()) for sheet in sheets)
+    assert sorted(printed, key=lambda result: result["usd_per_question"]["always_strong"]) == [cheap, dear]
+    assert cheap["n_test"] == dear["n_test"] == 2
+    assert "orchestrator_grpo" in cheap["strong_share"] and "orchestrator_sft" not in cheap["strong_share"]
+    # Only GPT-4's price differs between the sheets: always-strong costs 2.8 / 0.35 = 8 times as much, always-weak
+    # the same.
+    usd = [result["usd_per_question"] for result in (cheap, dear)]
+    assert usd[1]["always_strong"] == pytest.approx(8 * usd[0]["always_strong"], rel=1e-3)
+    assert usd[1]["always_weak"] == usd[0]["always_weak"]
+    for sheet in sheets:
+        records = (tmp_path / f"eval-grpo-{sheet}-first2" / "results.jsonl").read_text().splitlines()
+        assert len(records) == 2
 
 
 @pytest.mark.slow
