@@ -75,6 +75,10 @@ CLAIM_SWEEP_OUT ?= $(CLAIM)/results
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
+# The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
+# the routers, to which claim-eval adds the SFT adapter.
+CLAIM_TEST_TASKS = $(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+CLAIM_EVAL_GRPO = $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
 CLAIM_COMPARE = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
@@ -89,10 +93,10 @@ claim: $(VENV)/.installed
 
 # The committed adapters and every router on the test split; the last line printed is one JSON object.
 claim-eval: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+	$(CLAIM_TEST_TASKS)
 	@# The two adapters side by side, each decoding on one CPU thread; the GRPO run shows the progress.
 	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG) & sft=$$!; \
-	  $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG); grpo=$$?; \
+	  $(CLAIM_EVAL_GRPO); grpo=$$?; \
 	  wait $$sft && test $$grpo -eq 0
 	$(CLAIM_COMPARE) --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
 
@@ -100,7 +104,7 @@ claim-eval: $(VENV)/.installed
 # (each evaluation decodes on one CPU thread; the first of a pair shows its progress). Each point prints its JSON line.
 CLAIM_POINT = $(MAKE) --no-print-directory claim-price-point CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT)
 claim-sweep: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+	$(CLAIM_TEST_TASKS)
 	set -- $(CLAIM_SWEEP); while [ $$# -gt 0 ]; do \
 	  $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$1.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$1 & first=$$!; second=0; \
 	  if [ $$# -gt 1 ]; then $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$2.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$2 \
@@ -109,7 +113,7 @@ claim-sweep: $(VENV)/.installed
 
 # One point of the sweep: the GRPO adapter under CLAIM_PRICES on the first CLAIM_SWEEP_LIMIT test questions.
 claim-price-point:
-	$(CLAIM_EVAL) $(CLAIM_QUIET) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
+	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE)
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
