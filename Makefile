@@ -104,6 +104,7 @@ claim-eval: $(VENV)/.installed
 # (each evaluation decodes on one CPU thread; the first of a pair shows its progress). Each point prints its JSON line.
 CLAIM_POINT = $(MAKE) --no-print-directory claim-price-point CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT)
 claim-sweep: $(VENV)/.installed
+	$(if $(strip $(CLAIM_SWEEP)),,$(error CLAIM_SWEEP names no price sheet: give names of experiments/claim/prices/*.yaml))
 	$(CLAIM_TEST_TASKS)
 	set -- $(CLAIM_SWEEP); while [ $$# -gt 0 ]; do \
 	  $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$1.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$1 & first=$$!; second=0; \

@@ -15,13 +15,18 @@ pytest.importorskip("peft")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_make(target: str, *variables: str) -> list[str]:
-    """Run ``make TARGET VARIABLES…`` with this environment and return the lines it printed on stdout."""
+def make(target: str, *variables: str) -> subprocess.CompletedProcess[str]:
+    """Run ``make TARGET VARIABLES…`` with this environment."""
     venv = Path(sys.executable).parent.parent
     environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     # -o: the environment running the tests is set up; make must not reinstall it from this checkout
     command = ["make", "--no-print-directory", "-o", f"{venv}/.installed", target, f"VENV={venv}", *variables]
-    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
+    return subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=900)
+
+
+def run_make(target: str, *variables: str) -> list[str]:
+    """Run ``make TARGET VARIABLES…``, check it succeeded and return the lines it printed on stdout."""
+    done = make(target, *variables)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()
 
@@ -70,6 +75,12 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     for sheet in sheets:
         records = (tmp_path / f"eval-grpo-{sheet}-first2" / "results.jsonl").read_text().splitlines()
         assert len(records) == 2
+
+
+def test_a_sweep_without_sheets_is_an_error(tmp_path) -> None:
+    done = make("claim-sweep", f"CLAIM_RUNS={tmp_path}", "CLAIM_SWEEP=")
+    assert done.returncode != 0 and "CLAIM_SWEEP names no price sheet" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing ran
 
 
 @pytest.mark.slow
