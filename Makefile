@@ -75,11 +75,20 @@ CLAIM_SWEEP_OUT ?= $(CLAIM)/results
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
+# The GRPO adapter on the validation split at the list price (CLAIM_VALID_LIMIT: its first N questions; default all
+# 139), which calibrates its escalation probability for its priced row; claim-eval and the sweep read the same run.
+CLAIM_VALID_LIMIT ?=
+CLAIM_VALID_RUN = $(CLAIM_RUNS)/valid-grpo$(if $(CLAIM_VALID_LIMIT),-first$(CLAIM_VALID_LIMIT))
+CLAIM_CALIBRATE = $(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl && \
+	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 --system $(CLAIM)/system-grpo.yaml \
+	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT)) --out $(CLAIM_VALID_RUN)
 # The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
-# the routers, to which claim-eval adds the SFT adapter.
+# the routers, to which claim-eval adds the SFT adapter. The comparison also places the probability routers and the
+# calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
 CLAIM_TEST_TASKS = $(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
 CLAIM_EVAL_GRPO = $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
-CLAIM_COMPARE = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+CLAIM_COMPARE = $(BIN)/podium routing compare --split test --json --reward-from $(CLAIM)/grpo.yaml \
+	--calibration orchestrator_grpo=$(CLAIM_VALID_RUN) $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	--orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
@@ -94,10 +103,12 @@ claim: $(VENV)/.installed
 # The committed adapters and every router on the test split; the last line printed is one JSON object.
 claim-eval: $(VENV)/.installed
 	$(CLAIM_TEST_TASKS)
-	@# The two adapters side by side, each decoding on one CPU thread; the GRPO run shows the progress.
+	@# The two adapters and the calibration side by side, each decoding on one CPU thread; the GRPO run on the
+	@# test split shows the progress.
 	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(CLAIM_RUNS)/eval-sft$(CLAIM_TAG) & sft=$$!; \
+	  { $(CLAIM_CALIBRATE) --quiet; } & valid=$$!; \
 	  $(CLAIM_EVAL_GRPO); grpo=$$?; \
-	  wait $$sft && test $$grpo -eq 0
+	  wait $$sft && wait $$valid && test $$grpo -eq 0
 	$(CLAIM_COMPARE) --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
 
 # The unseen-price sweep: the GRPO adapter and the routers under each sheet of CLAIM_SWEEP, two sheets side by side
@@ -106,6 +117,7 @@ CLAIM_POINT = $(MAKE) --no-print-directory claim-price-point CLAIM_LIMIT=$(CLAIM
 claim-sweep: $(VENV)/.installed
 	$(if $(strip $(CLAIM_SWEEP)),,$(error CLAIM_SWEEP names no price sheet: give names of experiments/claim/prices/*.yaml))
 	$(CLAIM_TEST_TASKS)
+	$(CLAIM_CALIBRATE)
 	set -- $(CLAIM_SWEEP); while [ $$# -gt 0 ]; do \
 	  $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$1.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$1 & first=$$!; second=0; \
 	  if [ $$# -gt 1 ]; then $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$2.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$2 \

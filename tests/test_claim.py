@@ -39,7 +39,10 @@ def make_claim(target: str, *variables: str) -> dict:
 @pytest.mark.slow
 def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     # the routers fitted on 40 train questions (the shipped table: the whole train split), to keep CI short
-    result = make_claim("claim-eval", f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_TRAIN=40")
+    # and the GRPO adapter calibrated on 10 validation questions (the shipped table: all 139)
+    result = make_claim(
+        "claim-eval", f"CLAIM_RUNS={tmp_path}", "CLAIM_LIMIT=3", "CLAIM_TRAIN=40", "CLAIM_VALID_LIMIT=10"
+    )
     assert result["n_test"] == 3
     # On the first three test questions GPT-4 is no better than Mixtral: no gap to recover, and the table says so.
     assert set(result["apgr"].values()) == {None} and "undefined" in result["notes"][0]
@@ -47,6 +50,9 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
         assert {"orchestrator_grpo", "orchestrator_sft", "random", "knn", "logreg", "cascade", "cascade_checks"} <= set(
             result[metric]
         ), metric
+    priced = {"orchestrator_grpo_priced", "logreg_priced", "cascade_priced", "cascade_checks_priced"}
+    assert priced <= set(result["strong_share"]) and 0.0 < result["breakeven"] < 1.0
+    assert "orchestrator_sft_priced" not in result["strong_share"]  # no validation run calibrates it
     assert all(0.0 <= share <= 1.0 for share in result["strong_share"].values())
     assert all(0.0 <= accuracy <= 1.0 for accuracy in result["accuracy"].values())
     records = [json.loads(line) for line in (tmp_path / "eval-grpo-first3" / "results.jsonl").read_text().splitlines()]
@@ -60,7 +66,7 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     sheets = ["sweep-gpt4-x0.35", "sweep-gpt4-x2.8"]  # one pair, played side by side
     lines = run_make(
         "claim-sweep", f"CLAIM_RUNS={tmp_path}", f"CLAIM_SWEEP={' '.join(sheets)}", "CLAIM_SWEEP_LIMIT=2",
-        f"CLAIM_SWEEP_OUT={tmp_path / 'out'}", "CLAIM_TRAIN=40",
+        f"CLAIM_SWEEP_OUT={tmp_path / 'out'}", "CLAIM_TRAIN=40", "CLAIM_VALID_LIMIT=10",
     )  # fmt: skip
     printed = [json.loads(line) for line in lines if line.startswith("{")]
     cheap, dear = (json.loads((tmp_path / "out" / sheet / "results.json").read_text()) for sheet in sheets)
@@ -72,9 +78,14 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     usd = [result["usd_per_question"] for result in (cheap, dear)]
     assert usd[1]["always_strong"] == pytest.approx(8 * usd[0]["always_strong"], rel=1e-3)
     assert usd[1]["always_weak"] == usd[0]["always_weak"]
+    # The dearer strong model raises the break-even probability, and the priced orchestrator calls it no more often.
+    assert cheap["breakeven"] < dear["breakeven"]
+    shares = [result["strong_share"]["orchestrator_grpo_priced"] for result in (cheap, dear)]
+    assert shares[1] <= shares[0]
     for sheet in sheets:
         records = (tmp_path / f"eval-grpo-{sheet}-first2" / "results.jsonl").read_text().splitlines()
         assert len(records) == 2
+    assert len((tmp_path / "valid-grpo-first10" / "results.jsonl").read_text().splitlines()) == 10  # one calibration
 
 
 def test_a_sweep_without_sheets_is_an_error(tmp_path) -> None:

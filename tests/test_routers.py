@@ -175,9 +175,12 @@ def test_the_routing_report_charts_and_tabulates_every_system(tmp_path) -> None:
     from podium.evaluate.report import write_routing_report
 
     curves = {"random": [Point(0, 0.5, 0.001), Point(1, 0.9, 0.01)], "orchestrator_grpo": [Point(0.3, 0.8, 0.004)]}
-    table = {"apgr": {"random": 0.5, "orchestrator_grpo": 0.61}}
+    table = {"apgr": {"random": 0.5, "orchestrator_grpo": 0.61, "orchestrator_grpo_priced": 0.61}}
     page = write_routing_report(tmp_path, curves, table)
     text = page.read_text()
     assert "<td>orchestrator_grpo</td><td>0.6100</td>" in text and "<td>random</td><td>0.5000</td>" in text
+    assert "<td>orchestrator_grpo_priced</td><td>0.6100</td>" in text  # a row without a curve of its own
     svg = (tmp_path / "routing.svg").read_text()
-    assert "orchestrator_grpo" in svg and "random" in svg
+    assert "orchestrator_grpo" in svg and "random" in svg and "_priced" not in svg
+    write_routing_report(tmp_path / "again", curves, table)
+    assert (tmp_path / "again" / "routing.svg").read_text() == svg  # the same bytes: no date, fixed ids

@@ -14,7 +14,7 @@ from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.routing.data import STRONG, WEAK, load_routing, split_of
-from podium.evaluate.routing.routers import router_curves
+from podium.evaluate.routing.routers import router_curves, router_scores
 from podium.graders import Grader, RecordedVerifier
 from podium.runtime import Executor, RunConfig
 from tests.runtime_fixtures import replay_pool
@@ -70,7 +70,7 @@ def test_mmlu_routing_splits_by_subject_prices_one_output_token_and_drops_questi
     assert algebra.outcomes[STRONG].usd == pytest.approx((count_tokens(ALGEBRA) * 2.0 + 8.0) / 1e6)
     assert algebra.outcomes[WEAK].response is None and not algebra.outcomes[WEAK].correct
     vectors = np.eye(2)
-    curves = router_curves(items, items, vectors, vectors)
+    curves = router_curves(items, router_scores(items, items, vectors, vectors))
     # no reply is recorded, so there is no cascade to read one
     assert set(curves) == {"always_weak", "always_strong", "oracle", "random", "knn", "logreg"}
     with pytest.raises(Exception, match="no MMLU recording"):

@@ -12,11 +12,12 @@ from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.routing.data import Benchmark, in_split, load_routing
+from podium.evaluate.routing.data import Benchmark, RoutingItem, in_split, load_routing
 from podium.evaluate.routing.record import record
 
 if TYPE_CHECKING:
     from podium.evaluate.routing.compare import Comparison
+    from podium.evaluate.routing.orchestrators import OrchestratorRun
 
 app = typer.Typer(
     help="Routing on recorded outcomes (GSM8K, MMLU): record a worker, write a split's tasks, compare with routers.",
@@ -115,6 +116,23 @@ TrainLimitOption = Annotated[
 PricesOption = Annotated[
     Path | None, typer.Option("--prices", help="Price sheet merged over Podium's (as the runs were priced).")
 ]
+CalibrationOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--calibration",
+        help="NAME=RUN_DIR: a `podium eval` run of orchestrator NAME on the validation split, which calibrates its "
+        "escalation probability for --reward-from (without one it gets no NAME_priced row).",
+    ),
+]
+RewardFromOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--reward-from",
+        help="A `podium train grpo` config whose reward is cost_penalty: each orchestrator is also shown as "
+        "NAME_priced, escalating where its escalation probability passes the break-even one at these prices "
+        "(fitted on the train split's outcomes).",
+    ),
+]
 
 
 @app.command("compare")
@@ -124,6 +142,8 @@ def compare_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
     train_limit: TrainLimitOption = None,
     prices: PricesOption = None,
+    reward_from: RewardFromOption = None,
+    calibration: CalibrationOption = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write results.json and routing.html here.")] = None,
     benchmark: BenchmarkOption = "gsm8k",
     as_json: JsonOption = False,
@@ -133,26 +153,29 @@ def compare_command(
     from podium.evaluate.report import write_routing_report
     from podium.evaluate.routing.compare import compare
     from podium.evaluate.routing.orchestrators import read_orchestrator
-    from podium.evaluate.routing.routers import router_curves
+    from podium.evaluate.routing.priced import Priced
+    from podium.evaluate.routing.routers import priced_points, router_curves, router_scores
     from podium.retrieval.embedding import CachedEmbeddings
 
     try:
         sheet = PriceCatalog.from_file(prices) if prices is not None else None
         items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
         train, test = in_split(items, "train")[:train_limit], in_split(items, _split(split))[:limit]
-        runs = []
-        for entry in orchestrator or []:
-            name, _, run_dir = entry.partition("=")
-            if not run_dir:
-                raise ConfigError(f"--orchestrator: '{entry}' is not NAME=RUN_DIR")
-            runs.append(read_orchestrator(name, run_dir, test))
+        breakeven = priced_breakeven(reward_from, train) if reward_from is not None else None
+        if calibration and breakeven is None:
+            raise ConfigError("--calibration calibrates an orchestrator for --reward-from, which is not given")
+        named = named_runs("--orchestrator", orchestrator)
+        runs = [read_orchestrator(name, run_dir, test) for name, run_dir in named.items()]
         scored = set.intersection(*({e.item.item.id for e in run.episodes} for run in runs)) if runs else None
         test = [item for item in test if scored is None or item.item.id in scored]
         runs = [type(run)(run.name, [e for e in run.episodes if e.item in test]) for run in runs]
+        calibrated = calibrated_runs(runs, named_runs("--calibration", calibration), in_split(items, "validation"))
         errors.print(f"embedding {len(train) + len(test)} questions with MiniLM for the knn and logreg routers…")
         embedder = CachedEmbeddings()
         vectors = embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
-        comparison = compare(router_curves(train, test, *vectors), runs, test)
+        scores = router_scores(train, test, *vectors)
+        priced = None if breakeven is None else Priced(breakeven, priced_points(test, scores, breakeven), calibrated)
+        comparison = compare(router_curves(test, scores), runs, test, priced)
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
     result = comparison.result()
@@ -164,15 +187,58 @@ def compare_command(
     typer.echo(json.dumps(result))
 
 
+def named_runs(option: str, entries: list[str] | None) -> dict[str, str]:
+    """``NAME=RUN_DIR`` entries of ``option`` as name → run directory."""
+    runs = {}
+    for entry in entries or []:
+        name, _, run_dir = entry.partition("=")
+        if not name or not run_dir:
+            raise ConfigError(f"{option}: '{entry}' is not NAME=RUN_DIR")
+        if name in runs:
+            raise ConfigError(f"{option}: {name} is given twice")
+        runs[name] = run_dir
+    return runs
+
+
+def calibrated_runs(
+    runs: "list[OrchestratorRun]", calibrations: dict[str, str], validation: list[RoutingItem]
+) -> "dict[str, OrchestratorRun]":
+    """Each orchestrator of ``calibrations`` with its escalation scores calibrated on its validation run."""
+    from podium.evaluate.routing.orchestrators import read_orchestrator
+    from podium.evaluate.routing.priced import calibrated, fit_calibration
+
+    by_name = {run.name: run for run in runs}
+    unknown = sorted(set(calibrations) - set(by_name))
+    if unknown:
+        raise ConfigError(f"--calibration: {', '.join(unknown)} is no --orchestrator")
+    return {
+        name: calibrated(by_name[name], fit_calibration(read_orchestrator(name, run_dir, validation)))
+        for name, run_dir in calibrations.items()
+    }
+
+
+def priced_breakeven(config: Path, train: list[RoutingItem]) -> float:
+    """The break-even escalation probability under the cost_penalty reward of the GRPO config ``config``."""
+    from podium.evaluate.routing.priced import CostPenalty, breakeven
+    from podium.train.config import GRPOConfig
+
+    reward = GRPOConfig.from_file(config).reward
+    if reward.design != "cost_penalty":
+        raise ConfigError(
+            f"{config}: reward.design is '{reward.design}'; --reward-from prices decisions under cost_penalty only"
+        )
+    return breakeven(train, CostPenalty(reward.cost_weight, reward.cost_usd_scale))
+
+
 def print_table(comparison: "Comparison") -> None:
     """Each system's metrics on one line, then the notes (on standard error: standard output is the JSON)."""
     from podium.evaluate.routing.compare import METRICS
 
-    for name in comparison.curves:
+    for name in comparison.systems():
         values = {metric: comparison.table[metric][name] for metric in METRICS}
         cells = "  ".join(
             f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
         )
-        errors.print(Text(printable(f"{name:18} {cells}")))
+        errors.print(Text(printable(f"{name:24} {cells}")))
     for note in comparison.notes:
         errors.print(Text(printable(f"note: {note}")))

@@ -67,6 +67,15 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def save_svg(figure: Any, path: Path) -> None:
+    """``figure`` as SVG without a date and with fixed element ids: the same figure writes the same bytes, so a
+    committed chart changes only when its data does."""
+    from matplotlib import rc_context
+
+    with rc_context({"svg.hashsalt": "podium"}):
+        figure.savefig(path, format="svg", metadata={"Date": None})
+
+
 def plot_accuracy_cost(benchmark: str, runs: list[Run], path: Path) -> None:
     """mean@k against USD per query (tokens per query when every run is free), Pareto front joined."""
     use_usd = any(run.metrics.usd_per_query > 0 for run in runs)
@@ -98,7 +107,7 @@ def plot_accuracy_cost(benchmark: str, runs: list[Run], path: Path) -> None:
     axes.set_title(benchmark)
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
-    figure.savefig(path, format="svg", metadata={"Date": None})
+    save_svg(figure, path)
 
 
 def plot_tool_calls(runs: list[Run], path: Path) -> None:
@@ -115,7 +124,7 @@ def plot_tool_calls(runs: list[Run], path: Path) -> None:
     axes.set_xlabel("tool calls")
     axes.invert_yaxis()
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    figure.savefig(path, format="svg", metadata={"Date": None})
+    save_svg(figure, path)
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -357,23 +366,25 @@ def plot_routing(curves: dict[str, list[Point]], path: Path, title: str = "cost 
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right", fontsize=8)
-    figure.savefig(path, format="svg", metadata={"Date": None})
+    save_svg(figure, path)
 
 
 def write_routing_report(
     out: str | Path, curves: dict[str, list[Point]], table: dict[str, dict[str, float | None]]
 ) -> Path:
-    """``out/routing.html``: the cost-accuracy chart of every system and the metrics table (rows: systems)."""
+    """``out/routing.html``: the cost-accuracy chart of every curve and the metrics table (rows: its systems, those
+    without a curve of their own included)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plot_routing(curves, out / "routing.svg")
     metrics = list(table)
+    systems = list(table[metrics[0]])
     head = "".join(f"<th>{html.escape(metric)}</th>" for metric in metrics)
     rows = "".join(
         f"<tr><td>{html.escape(system)}</td>"
         + "".join(f"<td>{_fmt(table[metric].get(system), 4)}</td>" for metric in metrics)
         + "</tr>"
-        for system in curves
+        for system in systems
     )
     body = (
         '<h1>Routing: cost against accuracy</h1><img class="plot" src="routing.svg" alt="cost against accuracy">'

@@ -62,10 +62,21 @@ class OrchestratorRun:
 
     def curve(self) -> list[Point]:
         """The operating points of every threshold on its escalation score (see the module notes)."""
-        scores = [e.escalation if e.escalation is not None and e.asked[:1] == [WEAK] else None for e in self.episodes]
+        scores = self.scores()
         thresholds = sorted({score for score in scores if score is not None}, reverse=True)
         none = self._point([False] * len(scores))
         return [none, *(self._point([s is not None and s >= t for s in scores]) for t in thresholds)]
+
+    def above(self, threshold: float) -> tuple[Point, float]:
+        """The operating point, and worker calls per question, of escalating exactly where the score exceeds
+        ``threshold`` (a price sheet's break-even probability, :mod:`podium.evaluate.routing.priced`)."""
+        escalate = [score is not None and score > threshold for score in self.scores()]
+        asked = sum(1 + up for episode, up in zip(self.episodes, escalate, strict=True) if episode.asked)
+        return self._point(escalate), asked / len(self.episodes)
+
+    def scores(self) -> list[float | None]:
+        """Each question's escalation score where the weak model answered first (None elsewhere: no decision)."""
+        return [e.escalation if e.escalation is not None and e.asked[:1] == [WEAK] else None for e in self.episodes]
 
     def _point(self, escalate: Sequence[bool]) -> Point:
         correct, usd, strong = 0, 0.0, 0

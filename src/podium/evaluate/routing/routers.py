@@ -22,6 +22,7 @@ are single operating points.
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -134,28 +135,55 @@ def check_features(reply: str) -> list[float]:
     return check_text(reply).features()
 
 
-def router_curves(
+@dataclass(frozen=True)
+class Scores:
+    """A router's score of each test question."""
+
+    values: list[float]
+    cascade: bool = False
+    """Whether the weak model answers first (a cascade pays for its call on every question)."""
+    probability: bool = False
+    """Whether the score is the probability that the weak model fails, so that a price sheet's break-even
+    probability places it (:mod:`podium.evaluate.routing.priced`)."""
+
+
+def router_scores(
     train: Sequence[RoutingItem],
     test: Sequence[RoutingItem],
     train_vectors: np.ndarray,
     test_vectors: np.ndarray,
     *,
     seed: int = 0,
-) -> dict[str, list[Point]]:
-    """Every router's operating points on ``test``, the learned ones fitted on ``train``; the cascades only where
+) -> dict[str, Scores]:
+    """Every thresholded router's scores on ``test``, the learned ones fitted on ``train``; the cascades only where
     the weak model's replies are recorded (not in an outcome-only recording)."""
     weak_fails = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
-    weights = fit_logreg(train_vectors, weak_fails)
-    none = [False] * len(test)
-    curves = {
-        "always_weak": [operating_point(test, none)],
-        "always_strong": [operating_point(test, [True] * len(test))],
-        "oracle": [operating_point(test, oracle_flags(test))],
-        "random": sweep(test, random_scores(len(test), seed)),
-        "knn": sweep(test, knn_scores(train_vectors, gain(train), test_vectors)),
-        "logreg": sweep(test, logreg_scores(weights, test_vectors)),
+    scores = {
+        "random": Scores(random_scores(len(test), seed)),
+        "knn": Scores(knn_scores(train_vectors, gain(train), test_vectors)),
+        "logreg": Scores(logreg_scores(fit_logreg(train_vectors, weak_fails), test_vectors), probability=True),
     }
     if all(item.outcomes[WEAK].response is not None for item in (*train, *test)):
-        curves["cascade"] = sweep(test, cascade_scores(train, test), cascade=True)
-        curves["cascade_checks"] = sweep(test, cascade_scores(train, test, check_features), cascade=True)
-    return curves
+        scores["cascade"] = Scores(cascade_scores(train, test), cascade=True, probability=True)
+        scores["cascade_checks"] = Scores(cascade_scores(train, test, check_features), cascade=True, probability=True)
+    return scores
+
+
+def router_curves(test: Sequence[RoutingItem], scores: dict[str, Scores]) -> dict[str, list[Point]]:
+    """The single operating points of always-weak, always-strong and the oracle, then every router's sweep."""
+    return {
+        "always_weak": [operating_point(test, [False] * len(test))],
+        "always_strong": [operating_point(test, [True] * len(test))],
+        "oracle": [operating_point(test, oracle_flags(test))],
+        **{name: sweep(test, score.values, score.cascade) for name, score in scores.items()},
+    }
+
+
+def priced_points(test: Sequence[RoutingItem], scores: dict[str, Scores], breakeven: float) -> dict[str, Point]:
+    """Each probability router's operating point when it calls the strong model where its score exceeds
+    ``breakeven``."""
+    return {
+        name: operating_point(test, [value > breakeven for value in score.values], score.cascade)
+        for name, score in scores.items()
+        if score.probability
+    }

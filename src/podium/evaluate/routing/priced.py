@@ -1,0 +1,132 @@
+"""The operating point a price sheet picks on an orchestrator's curve: escalate exactly where escalating is worth
+more than accepting under the success-gated cost penalty reward (``cost_penalty``: 1 − w · USD / s when correct,
+else 0), at the sheet's prices.
+
+The escalation score p (1 − P(accept) at the first decision after the weak reply) is read as the probability that
+the weak reply is wrong: supervised on oracle labels (escalate exactly where the weak model failed), cross-entropy
+makes it that. With c_w and c_s the weak and strong models' mean USD per question, and a_r and a_w the strong
+model's accuracy where the weak one is right and where it is wrong, all from the train split's recorded outcomes
+priced by the sheet, the expected rewards are
+
+    accept:    (1 − p) · L,                     L = 1 − w · c_w / s
+    escalate:  (a_r + p · (a_w − a_r)) · K,     K = 1 − w · (c_w + c_s) / s
+
+so escalating pays where p exceeds the break-even probability p* = (L − a_r · K) / ((a_w − a_r) · K + L). A dearer
+strong model lowers K and raises p*: fewer questions pass it, whatever the orchestrator read in its prompt. Where
+the strong model's cost alone outweighs a correct answer (K ≤ 0), p* is 1 and it is never called.
+
+The rule needs p to be that probability, not merely to rank questions. A router's logistic regression is fitted to
+it; an orchestrator's escalation probability, after reinforcement learning, need not be (the claim's GRPO adapter
+says about 0.29 on test questions whose weak reply is wrong 16 % of the time), so it is calibrated first on a run
+over the validation split (Platt scaling: a logistic regression of "the weak reply was wrong" on the log-odds of its
+score), which keeps its order, so its curve is unchanged.
+"""
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
+from podium.evaluate.routing.metrics import Point
+from podium.evaluate.routing.orchestrators import OrchestratorRun
+from podium.evaluate.routing.routers import fit_logreg
+
+
+@dataclass(frozen=True)
+class CostPenalty:
+    """The ``cost_penalty`` reward's parameters (a GRPO config's ``reward.cost_weight`` and ``cost_usd_scale``)."""
+
+    weight: float
+    usd_scale: float
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A price sheet's break-even probability and what it places: the routers whose score is a probability, and
+    the calibrated orchestrators."""
+
+    breakeven: float
+    routers: dict[str, Point] = field(default_factory=dict)
+    """Router → its operating point where it calls the strong model above ``breakeven``."""
+    orchestrators: dict[str, OrchestratorRun] = field(default_factory=dict)
+    """Orchestrator → its run with calibrated escalation probabilities (:func:`calibrated`)."""
+
+
+def breakeven(train: Sequence[RoutingItem], reward: CostPenalty) -> float:
+    """p*: the least probability that the weak reply is wrong at which escalating to the strong model pays."""
+    if not train:
+        raise ValueError("the break-even probability needs train questions with recorded outcomes; there are none")
+    count = len(train)
+    weak_usd = sum(item.outcomes[WEAK].usd for item in train) / count
+    strong_usd = sum(item.outcomes[STRONG].usd for item in train) / count
+    accept = 1.0 - reward.weight * weak_usd / reward.usd_scale
+    if accept <= 0.0:
+        raise ValueError(
+            f"the weak model's mean cost (${weak_usd:.6f} per question) outweighs a correct answer under the reward "
+            f"(weight {reward.weight}, usd_scale {reward.usd_scale}): no decision pays"
+        )
+    escalate = 1.0 - reward.weight * (weak_usd + strong_usd) / reward.usd_scale
+    right = [item.outcomes[STRONG].correct for item in train if item.outcomes[WEAK].correct]
+    wrong = [item.outcomes[STRONG].correct for item in train if not item.outcomes[WEAK].correct]
+    if not right or not wrong:
+        raise ValueError(
+            f"the break-even probability needs train questions the weak model got right and wrong; of {count}, "
+            f"it got {len(right)} right"
+        )
+    strong_if_right, strong_if_wrong = sum(right) / len(right), sum(wrong) / len(wrong)
+    denominator = (strong_if_wrong - strong_if_right) * escalate + accept
+    if escalate <= 0.0 or denominator <= 0.0:
+        return 1.0  # escalating never earns more than accepting: the strong call costs more than it can recover
+    return (accept - strong_if_right * escalate) / denominator
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Platt scaling: P(weak reply wrong) = σ(slope · logit(score) + bias)."""
+
+    slope: float
+    bias: float
+
+    def __call__(self, score: float) -> float:
+        return 1.0 / (1.0 + math.exp(-(self.slope * log_odds(score) + self.bias)))
+
+
+def log_odds(score: float) -> float:
+    """logit(score), the score kept 1e-6 away from 0 and 1 (a decoded probability can round to either)."""
+    clipped = min(max(score, 1e-6), 1.0 - 1e-6)
+    return math.log(clipped / (1.0 - clipped))
+
+
+def fit_calibration(run: OrchestratorRun) -> Calibration:
+    """The calibration of ``run``'s escalation scores (a run over the validation split) against whether the weak
+    reply it read was wrong."""
+    pairs = [(score, not episode.item.outcomes[WEAK].correct)
+             for episode, score in zip(run.episodes, run.scores(), strict=True) if score is not None]  # fmt: skip
+    wrong = sum(label for _, label in pairs)
+    if not 0 < wrong < len(pairs):
+        raise ValueError(
+            f"{run.name}: calibrating its escalation probability needs decisions after right and wrong weak replies; "
+            f"of its {len(pairs)} decisions, {wrong} followed a wrong one"
+        )
+    features = np.array([[log_odds(score)] for score, _ in pairs])
+    slope, bias = fit_logreg(features, np.array([label for _, label in pairs], dtype=float))
+    if slope <= 0.0:
+        raise ValueError(
+            f"{run.name}: its escalation probability does not rise with the weak reply's errors on the "
+            f"{len(pairs)} calibration questions (Platt slope {slope:.3f}): it cannot be read as a probability"
+        )
+    return Calibration(float(slope), float(bias))
+
+
+def calibrated(run: OrchestratorRun, calibration: Calibration) -> OrchestratorRun:
+    """``run`` with every escalation score mapped through ``calibration`` (the order, and so the curve, kept)."""
+    episodes = [
+        dataclasses.replace(episode, escalation=calibration(episode.escalation))
+        if episode.escalation is not None
+        else episode
+        for episode in run.episodes
+    ]
+    return OrchestratorRun(run.name, episodes)

@@ -1,0 +1,113 @@
+"""The price sheet's operating point: the break-even escalation probability under the cost_penalty reward against
+hand-computed values, and the ``_priced`` rows it places in the comparison table and in `podium routing compare`."""
+
+import pytest
+from typer.testing import CliRunner
+
+from podium.cli import app
+from podium.evaluate.routing.compare import compare
+from podium.evaluate.routing.data import STRONG, WEAK, Outcome
+from podium.evaluate.routing.priced import CostPenalty, Priced, breakeven, calibrated, fit_calibration
+from podium.evaluate.routing.routers import Scores, priced_points, sweep
+from tests.test_routers import ITEMS, item  # weak/strong right: (T, T), (F, T), (F, F), (T, F); USD 0.001 / 0.01
+from tests.test_routing_compare import run_with
+
+
+def priced(items: list, strong_usd: float) -> list:
+    """``items`` with the strong model's USD per question set to ``strong_usd``."""
+    return [
+        type(entry)(entry.item, entry.split, {WEAK: entry.outcomes[WEAK],
+                                              STRONG: Outcome(entry.outcomes[STRONG].correct, strong_usd, "")})
+        for entry in items
+    ]  # fmt: skip
+
+
+def test_the_breakeven_probability_matches_the_hand_computed_one() -> None:
+    # c_w 0.001, c_s 0.01, scale 0.05: L = 1 − 0.02 = 0.98, K = 1 − 0.22 = 0.78; the strong model is right on half of
+    # the questions the weak one gets right (a_r) and on half it gets wrong (a_w): p* = (0.98 − 0.5·0.78) / 0.98
+    assert breakeven(ITEMS, CostPenalty(1.0, 0.05)) == pytest.approx((0.98 - 0.39) / 0.98)
+
+
+def test_at_the_breakeven_probability_accepting_and_escalating_are_worth_the_same() -> None:
+    train = [*ITEMS, item(4, False, True)]  # a_r 1/2, a_w 2/3: the strong model helps more where the weak one fails
+    reward = CostPenalty(2.0, 0.1)
+    p = breakeven(train, reward)
+    accept = (1 - p) * (1 - 2.0 * 0.001 / 0.1)
+    escalate = (1 / 2 + p * (2 / 3 - 1 / 2)) * (1 - 2.0 * 0.011 / 0.1)
+    assert 0 < p < 1 and accept == pytest.approx(escalate)
+
+
+def test_a_dearer_strong_model_raises_the_breakeven_probability_until_it_never_pays() -> None:
+    reward = CostPenalty(1.0, 0.05)
+    points = [breakeven(priced(ITEMS, usd), reward) for usd in (0.002, 0.005, 0.01, 0.02, 0.04)]
+    assert points == sorted(points) and len(set(points)) == len(points)
+    assert breakeven(priced(ITEMS, 0.06), reward) == 1.0  # K = 1 − 0.061/0.05 < 0: its cost outweighs a right answer
+
+
+def test_a_breakeven_probability_needs_train_outcomes_of_both_kinds() -> None:
+    with pytest.raises(ValueError, match="none"):
+        breakeven([], CostPenalty(1.0, 0.05))
+    with pytest.raises(ValueError, match="right and wrong"):
+        breakeven([ITEMS[0], ITEMS[3]], CostPenalty(1.0, 0.05))
+    with pytest.raises(ValueError, match="outweighs a correct answer"):
+        breakeven(ITEMS, CostPenalty(1.0, 0.001))
+
+
+def test_priced_rows_call_the_strong_model_above_the_breakeven_probability_on_each_curve() -> None:
+    run = run_with([0.1, 0.9, 0.5, 0.7], [False, False, False, False])  # greedy: never escalates
+    scores = {"random": Scores([0.4, 0.3, 0.2, 0.1]), "cascade": Scores([0.2, 0.8, 0.4, 0.3], True, True)}
+    routers = {name: sweep(ITEMS, score.values, score.cascade) for name, score in scores.items()}
+    assert set(priced_points(ITEMS, scores, 0.6)) == {"cascade"}  # the random score is no probability
+    comparison = compare(routers, [run], ITEMS, Priced(0.6, priced_points(ITEMS, scores, 0.6), {"orchestrator": run}))
+    table = comparison.result()
+    # above 0.6: questions 1 (strong right, weak wrong) and 3 (strong wrong, weak right)
+    assert table["strong_share"]["orchestrator_priced"] == 0.5 and table["strong_share"]["orchestrator"] == 0.0
+    assert table["accuracy"]["orchestrator_priced"] == 0.5 and table["calls_per_question"]["orchestrator_priced"] == 1.5
+    assert table["usd_per_question"]["orchestrator_priced"] == pytest.approx((4 * 0.001 + 2 * 0.01) / 4)
+    assert table["apgr"]["orchestrator_priced"] == table["apgr"]["orchestrator"]  # the same curve
+    # the cascade's score passes 0.6 on question 1 only: the oracle's call, after the weak model on every question
+    assert table["strong_share"]["cascade_priced"] == 0.25 and table["accuracy"]["cascade_priced"] == 0.75
+    assert table["calls_per_question"]["cascade_priced"] == 1.25
+    assert table["breakeven"] == 0.6
+    assert comparison.systems()[-2:] == ["cascade_priced", "orchestrator_priced"]
+    assert set(comparison.curves) == {"random", "cascade", "orchestrator"}
+    assert "breakeven" not in compare(routers, [run], ITEMS).result()
+    uncalibrated = compare(routers, [run], ITEMS, Priced(0.6)).result()  # an orchestrator without calibration
+    assert "orchestrator_priced" not in uncalibrated["accuracy"] and uncalibrated["breakeven"] == 0.6
+
+
+def test_calibration_keeps_the_order_and_matches_the_observed_error_rate() -> None:
+    items = ITEMS * 3  # the weak model wrong on items 1 and 2 of each four
+    scores = [0.3, 0.6, 0.5, 0.2, 0.35, 0.4, 0.7, 0.1, 0.25, 0.65, 0.3, 0.45]
+    run = run_with(scores, [False] * 12, items=items)
+    calibration = fit_calibration(run)
+    assert calibration.slope > 0
+    # the bias is not regularised, so at the fit the calibrated probabilities add up to the errors observed
+    assert sum(calibration(score) for score in scores) == pytest.approx(6, abs=1e-6)
+    mapped = calibrated(run, calibration)
+    assert [episode.escalation for episode in mapped.episodes] == [calibration(score) for score in scores]
+    assert [(p.strong_share, p.accuracy) for p in mapped.curve()] == [(p.strong_share, p.accuracy) for p in run.curve()]
+
+
+def test_a_score_that_does_not_rise_with_the_errors_or_sees_one_kind_cannot_be_calibrated() -> None:
+    with pytest.raises(ValueError, match="does not rise"):
+        fit_calibration(run_with([0.9, 0.1, 0.2, 0.8], [False] * 4))
+    with pytest.raises(ValueError, match="0 followed a wrong one"):
+        fit_calibration(run_with([0.9, 0.1], [False] * 2, items=[ITEMS[0], ITEMS[3]]))
+
+
+def compare_command(*arguments: str) -> str:
+    """`podium routing compare ARGUMENTS` on two test questions, which must fail; its output."""
+    result = CliRunner().invoke(app, ["routing", "compare", "--limit", "2", "--json", *arguments])
+    assert result.exit_code != 0 and '"apgr"' not in result.output
+    return result.output
+
+
+def test_routing_compare_refuses_a_reward_it_cannot_price_and_a_calibration_it_cannot_use(tmp_path) -> None:
+    config = tmp_path / "grpo.yaml"
+    config.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: uno}\n", encoding="utf-8")
+    assert f"{config}: reward.design is 'uno'" in compare_command("--reward-from", str(config))
+    assert "--reward-from, which is not given" in compare_command("--calibration", f"grpo={tmp_path}")
+    config.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty}\n", encoding="utf-8")
+    output = compare_command("--reward-from", str(config), "--calibration", f"grpo={tmp_path}")
+    assert "--calibration: grpo is no --orchestrator" in output
