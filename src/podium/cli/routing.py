@@ -128,9 +128,9 @@ RewardFromOption = Annotated[
     Path | None,
     typer.Option(
         "--reward-from",
-        help="A `podium train grpo` config whose reward is cost_penalty: each orchestrator is also shown as "
-        "NAME_priced, escalating where its escalation probability passes the break-even one at these prices "
-        "(fitted on the train split's outcomes).",
+        help="A `podium train grpo` config whose reward is cost_penalty: each probability router and each "
+        "orchestrator given --calibration is also shown as NAME_priced, calling the strong model where its "
+        "probability passes the break-even one at these prices (fitted on the train split's outcomes).",
     ),
 ]
 
