@@ -74,6 +74,29 @@ def test_a_missing_checkpoint_or_adapter_is_named_with_the_command_that_writes_i
     assert all("podium train sft" in p.message and p.written_by for p in problems)
 
 
+def test_only_the_workers_a_run_reaches_must_have_their_files(tmp_path):
+    """A pool may list the adapter a run is about to train (the claim's pool lists the GRPO orchestrator that
+    `podium train grpo` writes): a run that cannot reach a worker does not need its files."""
+    workers = [
+        WorkerConfig(name="cheap", backend="local", model="m"),  # the embedded model: nothing to miss
+        WorkerConfig(name="sft", backend="local", model="m", adapter=str(tmp_path / "sft")),
+        WorkerConfig(name="grpo", backend="local", model="m", adapter=str(tmp_path / "grpo")),
+    ]
+    pool = build_pool(PoolConfig(workers=workers, tools=[]))
+    loose = {"policy": "serial", "constrained": "never"}
+
+    def missing(config: RunConfig, model=None) -> list[str | None]:
+        return [problem.field for problem in run_problems(pool, config, model)]
+
+    rollouts = RunConfig(**loose, allow=["cheap"])
+    assert missing(rollouts, orchestrator("<answer>1</answer>")) == []  # training brings its own model
+    played = RunConfig(**loose, orchestrator="sft", deny=["sft", "grpo"])
+    assert missing(played) == ["workers.1.adapter"]  # the pool plays the orchestrator: its adapter must be there
+    assert missing(RunConfig(**loose, orchestrator="cheap", deny=["sft"])) == ["workers.2.adapter"]
+    assert missing(RunConfig(**loose)) == ["workers.1.adapter", "workers.2.adapter"]  # a pool on its own: all
+    assert missing(RunConfig(**loose, summarizer="grpo", allow=["cheap"])) == ["workers.2.adapter"]
+
+
 def test_podium_check_prints_every_problem_with_file_line_and_field(tmp_path):
     worker = {"name": "w", "backend": "local", "model": "m", "adapter": "no-such-adapter"}
     pool_file = write(tmp_path, "pool.yaml", {"workers": [worker], "tools": ["python"]})

@@ -127,6 +127,41 @@ def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
     assert (forced.text, forced.choice_probs, forced.output_tokens) == ("answer", {"answer": 1.0}, 0)
 
 
+def test_a_bfloat16_model_scores_its_choices_with_a_float32_head() -> None:
+    """In bfloat16 the LM head's output keeps 8 significant bits: two choices whose logits differ by 0.01 at
+    magnitude 10 round to one value, a 0.5/0.5 tie (9 of 100 decisions of the claim's orchestrator tied so on a GPU).
+    The head is run again in float32 on the last hidden state, which keeps the difference."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from podium.backends.local import LocalBackend, LocalBackendConfig
+    from tests.test_train_support import tiny_model, tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer).to(torch.bfloat16)
+    messages = [Message(role="system", content="Pick a tool."), Message(role="user", content="What is 12 * 34?")]
+    words = ["python", "answer"]
+    chat = [{"role": m.role, "content": m.content} for m in messages]
+    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=True)["input_ids"]
+    prompt = torch.tensor([ids])
+    first = [tokenizer(word, add_special_tokens=False)["input_ids"][0] for word in words]
+    with torch.inference_mode():
+        hidden = model(input_ids=prompt, output_hidden_states=True).hidden_states[-1][0, -1].float()
+    wide, second = hidden.abs().topk(2).indices.tolist()
+    head = model.get_output_embeddings().weight
+    with torch.no_grad():  # logits of about 9.99 and 10.0: both round to 10 in bfloat16
+        head[first] = 0.0
+        head[first, wide] = float(9.99 / hidden[wide])
+        head[first[1], second] = float(0.01 / hidden[second])
+        exact = head[first].float() @ hidden
+        rounded = model(input_ids=prompt, logits_to_keep=1).logits[0, -1, first]
+    assert rounded[0] == rounded[1] and exact[1] - exact[0] > 0.005, "the test needs a tie in bfloat16 only"
+    reply = asyncio.run(LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model="tiny")).generate(
+        messages, choices=words
+    ))  # fmt: skip
+    assert [reply.choice_probs[word] for word in words] == pytest.approx(torch.softmax(exact, 0).tolist(), rel=1e-4)
+    assert reply.text == "answer" and reply.choice_probs["answer"] > 0.5
+
+
 def test_a_local_model_generates_from_the_cached_prompt_prefix() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("trl")

@@ -52,7 +52,8 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
         ), metric
     priced = {"orchestrator_grpo_priced", "logreg_priced", "cascade_priced", "cascade_checks_priced"}
     assert priced <= set(result["strong_share"]) and 0.0 < result["breakeven"] < 1.0
-    assert "orchestrator_sft_priced" not in result["strong_share"]  # no validation run calibrates it
+    assert "orchestrator_sft_priced" not in result["strong_share"]  # no validation run calibrates it, as noted:
+    assert "orchestrator_sft has no orchestrator_sft_priced row" in result["notes"][1]
     assert all(0.0 <= share <= 1.0 for share in result["strong_share"].values())
     assert all(0.0 <= accuracy <= 1.0 for accuracy in result["accuracy"].values())
     records = [json.loads(line) for line in (tmp_path / "eval-grpo-first3" / "results.jsonl").read_text().splitlines()]

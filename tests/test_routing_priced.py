@@ -74,6 +74,8 @@ def test_priced_rows_call_the_strong_model_above_the_breakeven_probability_on_ea
     assert "breakeven" not in compare(routers, [run], ITEMS).result()
     uncalibrated = compare(routers, [run], ITEMS, Priced(0.6)).result()  # an orchestrator without calibration
     assert "orchestrator_priced" not in uncalibrated["accuracy"] and uncalibrated["breakeven"] == 0.6
+    unpriced = "orchestrator has no orchestrator_priced row: no validation run calibrates its escalation probability"
+    assert uncalibrated["notes"][1:] == [unpriced] and unpriced not in table["notes"]  # [0]: APGR undefined
 
 
 def test_calibration_keeps_the_order_and_matches_the_observed_error_rate() -> None:

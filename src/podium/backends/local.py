@@ -26,6 +26,9 @@ from podium.costs.bounds import prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.extras import quiet_library_deprecations, require_extra
 
+HEAD_ROWS = 8192
+"""Vocabulary rows of the LM head upcast to float32 at a time (:func:`float32_logits`): 128 MB for a 4096-wide model."""
+
 
 class LocalBackendConfig(Config):
     """A model loaded in this process."""
@@ -241,10 +244,17 @@ class PromptCache:
             self.entries.move_to_end(key)
             return self.entries[key][1]
         past, shared = self.prefix(key)
+        rounded = model.dtype != torch.float32
         with torch.inference_mode():
             ids = torch.tensor([list(key[shared:])], device=model.device)
-            output = model(input_ids=ids, **{cache_keyword(model): past}, use_cache=True, logits_to_keep=1)
-        logits = output.logits[0, -1].float()
+            output = model(
+                input_ids=ids,
+                **{cache_keyword(model): past},
+                use_cache=True,
+                logits_to_keep=1,
+                output_hidden_states=rounded,
+            )
+            logits = float32_logits(torch, model, output) if rounded else output.logits[0, -1].float()
         self.store(key, returned_cache(output), logits)
         return logits
 
@@ -293,6 +303,21 @@ def returned_cache(output: Any) -> Any:
     """The key/value cache a forward pass or ``generate`` returned, under either name."""
     cache = getattr(output, "cache", None)
     return cache if cache is not None else output.past_key_values
+
+
+def float32_logits(torch: Any, model: Any, output: Any) -> Any:
+    """The last position's logits with the LM head run again in float32 on its hidden state. A model in bfloat16
+    rounds the head's output to 8 significant bits, so two choices whose logits differ by less than about 0.06 (at
+    magnitude 10) tie at 0.5: 9 of 100 decisions of the claim's orchestrator on an H200 did. The model's own logits
+    are kept where the recomputed ones differ from them by more than that rounding (a head that scales or caps its
+    output)."""
+    own = output.logits[0, -1].float()
+    head = model.get_output_embeddings()
+    hidden = output.hidden_states[-1][0, -1].float()
+    exact = torch.cat([rows.float() @ hidden for rows in head.weight.split(HEAD_ROWS)])
+    if getattr(head, "bias", None) is not None:
+        exact = exact + head.bias.float()
+    return exact if torch.allclose(exact, own, rtol=2**-7, atol=2**-7) else own
 
 
 def kv_bytes(cache: Any) -> int:

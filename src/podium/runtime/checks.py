@@ -9,7 +9,7 @@ and adapters its local workers load must be there.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -66,12 +66,12 @@ class NotRunnable(ConfigError):
         super().__init__(f"{source} cannot run:\n{lines}")
 
 
-def pool_problems(config: PoolConfig) -> list[Problem]:
+def pool_problems(config: PoolConfig, reached: Collection[str] | None = None) -> list[Problem]:
     """Files the pool's local workers load that are not there: a checkpoint directory (a ``path`` that is no
-    directory and no hub id) or a LoRA adapter."""
+    directory and no hub id) or a LoRA adapter; only of the ``reached`` workers (names) when given."""
     problems = []
     for index, worker in enumerate(config.workers):
-        if worker.backend != "local":
+        if worker.backend != "local" or (reached is not None and worker.name not in reached):
             continue
         if worker.path is not None and not Path(worker.path).is_dir() and not _HUB_ID.match(worker.path):
             problems.append(_missing(f"workers.{index}.path", "checkpoint", worker.path, worker.name))
@@ -83,8 +83,8 @@ def pool_problems(config: PoolConfig) -> list[Problem]:
 def _missing(field: str, what: str, path: str, worker: str) -> Problem:
     return Problem(
         field,
-        f"no {what} directory at {path} (worker '{worker}'): `{SFT_COMMAND}` writes one into its output_dir; "
-        "train it first or point the field at an existing one",
+        f"no {what} directory at {path} (worker '{worker}'): `{SFT_COMMAND}` (or `grpo`) writes one into its "
+        "output_dir; train it first or point the field at an existing one",
         "pool",
         SFT_COMMAND,
     )
@@ -129,14 +129,27 @@ def action_problems(policy: Policy, orchestrator: ChatBackend, config: RunConfig
 
 
 def run_problems(pool: Pool, config: RunConfig, orchestrator: ChatBackend | None = None) -> list[Problem]:
-    """Every reason an orchestrator over ``pool`` under ``config`` could not run (empty: it can)."""
-    problems = pool_problems(pool.config)
+    """Every reason an orchestrator over ``pool`` under ``config`` could not run (empty: it can). Only the files
+    of workers the run can reach must be there: a pool may list the adapter that this very run trains."""
     try:
         executor = Executor(pool, config, orchestrator=orchestrator)
         view, _ = executor.view(strict=False)  # allow/deny may name an episode's tools (a domain's functions)
     except ConfigError as error:
-        return [*problems, Problem.from_error(error)]
+        return [*pool_problems(pool.config), Problem.from_error(error)]
+    problems = pool_problems(pool.config, _reached_workers(pool, config, view, pool_orchestrator=orchestrator is None))
     return [*problems, *action_problems(executor.policy, executor.orchestrator, executor.config, view)]
+
+
+def _reached_workers(pool: Pool, config: RunConfig, view: PoolView, *, pool_orchestrator: bool) -> set[str]:
+    """Names of the workers a run may load: those its allow/deny lists leave, the summarizer's worker, and the
+    orchestrator's when the pool plays it (not when the run brings its own model, as training does)."""
+    by_label = {label: name for name, label in pool.labels.items()}
+    first = pool.config.workers[0].name if pool.config.workers else None
+    reached = {by_label[label] for label in view.workers}
+    reached |= {config.summarizer or pool.config.role_worker or first}
+    if pool_orchestrator:
+        reached.add(config.orchestrator or first)
+    return {name for name in reached if name is not None}
 
 
 def require_runnable(pool: Pool, config: RunConfig, source: str, orchestrator: ChatBackend | None = None) -> None:

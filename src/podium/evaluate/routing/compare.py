@@ -79,6 +79,12 @@ def compare(
             f"APGR and CPT are undefined on these {len(items)} questions: the strong model's accuracy ({strong:.3f}) "
             f"is not above the weak model's ({weak:.3f}), so there is no gap to recover"
         )
+    if priced is not None:
+        comparison.notes.extend(
+            f"{run.name} has no {run.name}_priced row: no validation run calibrates its escalation probability"
+            for run in orchestrators
+            if run.name not in priced.orchestrators
+        )
     for name, (points, point) in rows.items():
         cascade = name.startswith("cascade")
         row = {
