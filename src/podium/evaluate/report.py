@@ -16,6 +16,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from podium.charts import save_svg
 from podium.core.preference import Preference
 from podium.core.trajectory import Turn
 from podium.errors import MissingExtraError
@@ -65,15 +66,6 @@ def _figure(width: float, height: float) -> Any:
     except ImportError as error:
         raise MissingExtraError("reports need matplotlib: pip install matplotlib") from error
     return Figure(figsize=(width, height), layout="constrained")
-
-
-def save_svg(figure: Any, path: Path) -> None:
-    """``figure`` as SVG without a date and with fixed element ids: the same figure writes the same bytes, so a
-    committed chart changes only when its data does."""
-    from matplotlib import rc_context
-
-    with rc_context({"svg.hashsalt": "podium"}):
-        figure.savefig(path, format="svg", metadata={"Date": None})
 
 
 def plot_accuracy_cost(benchmark: str, runs: list[Run], path: Path) -> None:

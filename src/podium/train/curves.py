@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from podium.charts import save_svg
 from podium.extras import require_extra
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,6 @@ def plot_curves(source: Path, out: Path) -> Path | None:
         if metric.endswith("/") and names:
             axis.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(out)
+    save_svg(figure, out)
     pyplot.close(figure)
     return out
