@@ -9,6 +9,7 @@ from podium.backends.replay import ReplayBackend
 from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.datasets.items import BenchmarkItem
+from podium.errors import ConfigError
 from podium.evaluate.routing.data import RoutingItem
 from podium.evaluate.routing.record import record
 
@@ -33,6 +34,27 @@ def test_recorded_answers_are_graded_and_replay(tmp_path: Path) -> None:
     reply = asyncio.run(replay.generate([Message(role="user", content="Please: What is 4 * 4?")]))
     assert reply.text == "4 * 4 is \\boxed{15}"
     assert [record.correct for record in replay.index.by_key.values()] == [True, False]
+
+
+def test_an_interrupted_recording_resumes_without_asking_again(tmp_path: Path) -> None:
+    out = tmp_path / "tiny.csv"
+    first, second = items()
+    assert record(ScriptedBackend(["\\boxed{5}"], model="tiny"), [first], out, "tiny") == 1
+    with open(out, "a", encoding="utf-8") as handle:
+        handle.write('"What is 4 * 4?",False,"4 * 4 is \\bo')  # killed while writing the second row
+    model = ScriptedBackend(["\\boxed{16}"], model="tiny")
+    seen: list[tuple[int, int]] = []
+    assert record(model, items(), out, "tiny", progress=lambda done, total: seen.append((done, total))) == 2
+    assert len(model.requests) == 1 and "4 * 4" in model.requests[0][-1].content  # the first is not asked again
+    assert seen == [(1, 2), (2, 2)]
+    replay = ReplayBackend.from_file(out, "tiny")
+    assert [(r.question, r.correct) for r in replay.index.by_key.values()] == [
+        (first.question, True),
+        (second.question, True),
+    ]
+    assert out.read_text().count("prompt,tiny,tiny_response") == 1
+    with pytest.raises(ConfigError, match="not a recording of 'other'"):
+        record(model, items(), out, "other")
 
 
 def test_load_routing_grades_prices_and_splits_each_recorded_outcome(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from podium.backends.base import BackendError, ChatBackend
 from podium.core.answers import ANSWER_INSTRUCTIONS
 from podium.core.messages import Message
+from podium.errors import ConfigError
 from podium.evaluate.routing.data import RoutingItem, graded
 
 Progress = Callable[[int, int], None]
@@ -40,18 +41,49 @@ def record(
     max_tokens: int = 256,
     progress: Progress | None = None,
 ) -> int:
-    """Ask ``backend`` every question of ``items``, grade and write the recording; returns how many are right."""
-    right = 0
+    """Ask ``backend`` every question of ``items``, grade and write the recording; returns how many are right. An
+    interrupted recording resumes: the questions ``out`` already holds are kept and not asked again."""
+    done = recorded(out, column)
+    right = sum(correct for question, correct in done.items() if question in {item.question for item in items})
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="", encoding="utf-8") as handle:
+    with open(out, "a" if done else "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["prompt", column, f"{column}_response"])
-        for done, item in enumerate(items, start=1):
-            reply = answer(backend, item.question, max_tokens)
-            correct = graded(reply, str(item.item.gold))
-            right += correct
-            writer.writerow([item.question, str(correct), reply])
-            handle.flush()
+        if not done:
+            writer.writerow(header(column))
+        for count, item in enumerate(items, start=1):
+            if item.question not in done:
+                reply = answer(backend, item.question, max_tokens)
+                correct = graded(reply, str(item.item.gold))
+                right += correct
+                writer.writerow([item.question, str(correct), reply])
+                handle.flush()
             if progress is not None:
-                progress(done, len(items))
+                progress(count, len(items))
     return right
+
+
+def header(column: str) -> list[str]:
+    """The recording's first row."""
+    return ["prompt", column, f"{column}_response"]
+
+
+def recorded(out: Path, column: str) -> dict[str, bool]:
+    """Question → whether it was answered right, for each complete row ``out`` holds (none when it does not exist).
+    A row cut short by an interruption is dropped from the file; a recording of another column is an error."""
+    if not out.exists():
+        return {}
+    rows: list[list[str]] = []
+    with open(out, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle, strict=True)
+        try:
+            for row in reader:
+                rows.append(row)
+        except csv.Error:
+            pass  # the last row was cut inside a quoted reply
+    if rows[:1] != [header(column)]:
+        raise ConfigError(f"{out} is not a recording of '{column}' (its header: {rows[:1]}): give another --out")
+    complete = [row for row in rows[1:] if len(row) == 3 and row[1] in ("True", "False")]
+    if len(complete) < len(rows) - 1 or not out.read_bytes().endswith(b"\n"):
+        with open(out, "w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows([header(column), *complete])
+    return {row[0]: row[1] == "True" for row in complete}
