@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval
+.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -128,6 +128,26 @@ claim-sweep: $(VENV)/.installed
 claim-price-point:
 	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE)
+
+# An unseen pool member: the GRPO adapter over pool-unseen.yaml (the claim's pool and SmolLM2-135M-Instruct, free,
+# recorded once on the first 100 test questions: the recording is committed and the record step resumes it, asking
+# nothing) beside the same adapter over the claim's pool, on the first CLAIM_UNSEEN_LIMIT (at most 100) test
+# questions, side by side; the comparison's last line is one JSON object.
+CLAIM_UNSEEN_LIMIT ?= 100
+CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
+claim-unseen: $(VENV)/.installed
+	$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le 100 ] || echo over),$(error CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): \
+	  the unseen member is recorded on the first 100 test questions only))
+	$(CLAIM_TEST_TASKS)
+	$(BIN)/podium routing record --split test --limit 100 --out $(CLAIM_RECORDING)
+	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
+
+claim-unseen-eval:
+	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-grpo-unseen.yaml --out $(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG) & \
+	  unseen=$$!; $(CLAIM_EVAL_GRPO); grpo=$$?; wait $$unseen && test $$grpo -eq 0
+	$(BIN)/podium routing compare --split test --json --limit $(CLAIM_LIMIT) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
+	  $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
+	  --orchestrator orchestrator_grpo_unseen=$(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG)
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
 # reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on

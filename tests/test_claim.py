@@ -89,6 +89,24 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     assert len((tmp_path / "valid-grpo-first10" / "results.jsonl").read_text().splitlines()) == 10  # one calibration
 
 
+@pytest.mark.slow
+def test_claim_unseen_evaluates_the_grpo_adapter_with_a_member_it_never_saw(tmp_path) -> None:
+    recording = ROOT / "experiments" / "claim" / "recordings" / "smollm2-135m-test.csv"
+    before = recording.read_bytes()
+    result = make_claim("claim-unseen", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN_LIMIT=3", "CLAIM_TRAIN=40")
+    assert recording.read_bytes() == before  # the committed recording holds every question: nothing asked again
+    assert result["n_test"] == 3 and {"orchestrator_grpo", "orchestrator_grpo_unseen"} <= set(result["accuracy"])
+    manifest = json.loads((tmp_path / "eval-grpo-unseen-first3" / "manifest.json").read_text())
+    assert manifest["system_config"]["pool"].endswith("pool-unseen.yaml")
+    records = [json.loads(line) for line in (tmp_path / "eval-grpo-unseen-first3" / "results.jsonl").open()]
+    offered = {
+        word for record in records for turn in record["trajectory"]["turns"] for word in turn["choice_probs"] or {}
+    }
+    assert {"mixtral", "gpt4", "smollm2"} <= offered  # the third worker is one of its choices
+    over = make("claim-unseen", f"CLAIM_RUNS={tmp_path / 'over'}", "CLAIM_UNSEEN_LIMIT=101")
+    assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
+
+
 def test_a_sweep_without_sheets_is_an_error(tmp_path) -> None:
     done = make("claim-sweep", f"CLAIM_RUNS={tmp_path}", "CLAIM_SWEEP=")
     assert done.returncode != 0 and "CLAIM_SWEEP names no price sheet" in done.stderr
