@@ -129,7 +129,7 @@ def test_a_local_model_chooses_exactly_and_caches_the_prompt() -> None:
 
 def test_a_bfloat16_model_scores_its_choices_with_a_float32_head() -> None:
     """In bfloat16 the LM head's output keeps 8 significant bits: two choices whose logits differ by 0.01 at
-    magnitude 10 round to one value, a 0.5/0.5 tie (9 of 100 decisions of the claim's orchestrator tied so on a GPU).
+    magnitude 10 round to one value, a 0.5/0.5 tie (8 of 100 decisions of the claim's orchestrator tied so on a GPU).
     The head is run again in float32 on the last hidden state, which keeps the difference."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("trl")

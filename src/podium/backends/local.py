@@ -308,7 +308,7 @@ def returned_cache(output: Any) -> Any:
 def float32_logits(torch: Any, model: Any, output: Any) -> Any:
     """The last position's logits with the LM head run again in float32 on its hidden state. A model in bfloat16
     rounds the head's output to 8 significant bits, so two choices whose logits differ by less than about 0.06 (at
-    magnitude 10) tie at 0.5: 9 of 100 decisions of the claim's orchestrator on an H200 did. The model's own logits
+    magnitude 10) tie at 0.5: 8 of 100 decisions of the claim's orchestrator on an H200 did. The model's own logits
     are kept where the recomputed ones differ from them by more than that rounding (a head that scales or caps its
     output)."""
     own = output.logits[0, -1].float()

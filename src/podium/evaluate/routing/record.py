@@ -44,7 +44,8 @@ def record(
     """Ask ``backend`` every question of ``items``, grade and write the recording; returns how many are right. An
     interrupted recording resumes: the questions ``out`` already holds are kept and not asked again."""
     done = recorded(out, column)
-    right = sum(correct for question, correct in done.items() if question in {item.question for item in items})
+    asked = {item.question for item in items}
+    right = sum(correct for question, correct in done.items() if question in asked)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a" if done else "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
