@@ -87,11 +87,11 @@ CLAIM_CALIBRATE = $(BIN)/podium routing tasks --split validation --out $(CLAIM_R
 # calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
 CLAIM_TEST_TASKS = $(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
 CLAIM_EVAL_GRPO = $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
-CLAIM_COMPARE = $(BIN)/podium routing compare --split test --json --reward-from $(CLAIM)/grpo.yaml \
-	--calibration orchestrator_grpo=$(CLAIM_VALID_RUN) $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+CLAIM_ROUTERS = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	--orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
+CLAIM_COMPARE = $(CLAIM_ROUTERS) --reward-from $(CLAIM)/grpo.yaml --calibration orchestrator_grpo=$(CLAIM_VALID_RUN)
 claim: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM)/collect.yaml --teacher $(CLAIM)/teacher.yaml --quiet
@@ -134,20 +134,20 @@ claim-price-point:
 # nothing) beside the same adapter over the claim's pool, on the first CLAIM_UNSEEN_LIMIT (at most 100) test
 # questions, side by side; the comparison's last line is one JSON object.
 CLAIM_UNSEEN_LIMIT ?= 100
+CLAIM_RECORDED := 100
 CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
 claim-unseen: $(VENV)/.installed
-	$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le 100 ] || echo over),$(error CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): \
-	  the unseen member is recorded on the first 100 test questions only))
+	$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le $(CLAIM_RECORDED) ] || echo over),$(error \
+	  CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): the unseen member is recorded on the first $(CLAIM_RECORDED) test \
+	  questions only))
 	$(CLAIM_TEST_TASKS)
-	$(BIN)/podium routing record --split test --limit 100 --out $(CLAIM_RECORDING)
+	$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING)
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
 claim-unseen-eval:
 	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-grpo-unseen.yaml --out $(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG) & \
 	  unseen=$$!; $(CLAIM_EVAL_GRPO); grpo=$$?; wait $$unseen && test $$grpo -eq 0
-	$(BIN)/podium routing compare --split test --json --limit $(CLAIM_LIMIT) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
-	  $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) --orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG) \
-	  --orchestrator orchestrator_grpo_unseen=$(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG)
+	$(CLAIM_ROUTERS) --orchestrator orchestrator_grpo_unseen=$(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG)
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
 # reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on

@@ -7,6 +7,7 @@ default the embedded SmolLM2-135M-Instruct); ``kind: replay`` workers read it.
 
 import asyncio
 import csv
+import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -73,18 +74,18 @@ def recorded(out: Path, column: str) -> dict[str, bool]:
     A row cut short by an interruption is dropped from the file; a recording of another column is an error."""
     if not out.exists():
         return {}
-    rows: list[list[str]] = []
     with open(out, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, strict=True)
-        try:
-            for row in reader:
-                rows.append(row)
-        except csv.Error:
-            pass  # the last row was cut inside a quoted reply
+        text = handle.read()
+    rows: list[list[str]] = []
+    try:
+        for row in csv.reader(io.StringIO(text, newline=""), strict=True):
+            rows.append(row)
+    except csv.Error:
+        pass  # the last row was cut inside a quoted reply
     if rows[:1] != [header(column)]:
         raise ConfigError(f"{out} is not a recording of '{column}' (its header: {rows[:1]}): give another --out")
     complete = [row for row in rows[1:] if len(row) == 3 and row[1] in ("True", "False")]
-    if len(complete) < len(rows) - 1 or not out.read_bytes().endswith(b"\n"):
+    if len(complete) < len(rows) - 1 or not text.endswith("\n"):
         with open(out, "w", newline="", encoding="utf-8") as handle:
             csv.writer(handle).writerows([header(column), *complete])
     return {row[0]: row[1] == "True" for row in complete}
