@@ -83,7 +83,7 @@ LossTokens = Literal["generated", "decisions"]
 """Which of the orchestrator's tokens carry the loss: every token it generated, or only its decisions: where its
 action was one of a few words (a policy with finite choices), the tokens at which those words branch; the rest of
 such a word is forced and teaches nothing, and a turn with one choice has no decision. Free-text turns keep every
-token."""
+token. With ``decisions``, SFT runs the LM head only at the labelled positions (:mod:`podium.train.decision_loss`)."""
 
 
 class SFTConfig(TrainerConfig):

@@ -90,7 +90,12 @@ def sft_trainer(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) 
         max_length=config.max_length,
         packing=config.packing,
     )
-    return trl.SFTTrainer(
+    trainer_class = trl.SFTTrainer
+    if config.loss_tokens == "decisions":
+        from podium.train.decision_loss import DecisionLossSFTTrainer
+
+        trainer_class = DecisionLossSFTTrainer
+    return trainer_class(
         model=model,
         args=arguments,
         train_dataset=datasets.Dataset.from_list(rows),
