@@ -119,3 +119,8 @@ def test_podium_routing_record_writes_a_replayable_recording(tmp_path: Path, mon
     assert [record.question for record in ReplayBackend.from_file(out, "tiny").index.by_key.values()] == test_questions
     bad = CliRunner().invoke(app, ["routing", "record", "--out", str(out), "--pool", str(pool), "--split", "dev"])
     assert bad.exit_code == 2
+    for option in ("--limit", "--max-tokens"):  # nothing to ask is an error, not a header-only file and exit 0
+        empty = tmp_path / "empty.csv"
+        refused = CliRunner().invoke(app, ["routing", "record", "--out", str(empty), "--pool", str(pool), option, "0"])
+        assert refused.exit_code == 2 and not empty.exists()
+        assert option in refused.output

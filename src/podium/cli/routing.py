@@ -36,8 +36,8 @@ def record_command(
     worker: Annotated[str | None, typer.Option("--worker", help="Worker to record; default: the pool's first.")] = None,
     pool: PoolOption = None,
     split: Annotated[str, typer.Option("--split", help="train, validation or test.")] = "test",
-    limit: Annotated[int | None, typer.Option("--limit", help="First N questions of the split.")] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Completion budget per answer.")] = 256,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget per answer.")] = 256,
     as_json: JsonOption = False,
 ) -> None:
     """Ask a worker the GSM8K questions of a split, grade its answers and write them for a replay worker."""
