@@ -65,5 +65,5 @@ class DecisionLossSFTTrainer(trl.SFTTrainer):
                 if values:
                     logs[name] = sum(values) / len(values)
                 values.clear()
-            logs["num_tokens"] = self.tokens_seen
+            logs["num_tokens"] = float(self.tokens_seen)
         super().log(logs, start_time)
