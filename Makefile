@@ -56,6 +56,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_serve.py
 	$(BIN)/python benchmarks/bench_ray.py
 	$(BIN)/python benchmarks/bench_tau2_crosscheck.py
+	$(BIN)/python benchmarks/bench_train.py
 
 # The core claim: train the 135M orchestrator on replayed GSM8K outcomes of Mixtral and GPT-4 through Podium's own
 # path (routing tasks → data collect → train sft → train grpo → eval → routing compare), then evaluate it against

@@ -44,7 +44,7 @@ class DecisionLossSFTTrainer(trl.SFTTrainer):
         if model.training:
             attention = inputs.get("attention_mask")
             self.tokens_seen += int(attention.sum()) if attention is not None else inputs["input_ids"].numel()
-        self._record_metrics(log_probs.detach(), chosen, mask)
+            self._record_metrics(log_probs.detach(), chosen, mask)
         return loss
 
     def _record_metrics(self, log_probs: Any, chosen: Any, mask: Any) -> None:
