@@ -76,3 +76,16 @@ def test_the_decision_loss_trains_and_logs_trls_metrics(config) -> None:
     tokens = [entry["num_tokens"] for entry in logs]
     assert tokens == sorted(set(tokens)) and tokens[0] > 0
     assert logs[-1]["loss"] < logs[0]["loss"]
+
+
+def test_a_model_that_does_not_compute_in_float32_keeps_trls_loss(config) -> None:
+    tokenizer = tiny_tokenizer()
+    trainer = sft_trainer(config, model=tiny_model(tokenizer).to(torch.bfloat16), tokenizer=tokenizer)
+    batch = next(iter(trainer.get_train_dataloader()))
+    projected: list[int] = []
+    hook = trainer.model.get_output_embeddings().register_forward_hook(lambda *_: projected.append(1))
+    ours = trainer.compute_loss(trainer.model, dict(batch))
+    hook.remove()
+    theirs = trl.SFTTrainer.compute_loss(trainer, trainer.model, dict(batch))
+    assert projected == []  # TRL's fused head, which accumulates the bfloat16 head in float32
+    assert ours.item() == theirs.item()

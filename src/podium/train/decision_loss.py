@@ -4,7 +4,9 @@ Decision-token labels are sparse (2 of about 360 tokens per sample in the claim)
 unlabelled positions only where it runs Triton kernels; elsewhere (a CPU) it projects every position onto the
 vocabulary and masks afterwards, which took 44 % of an SFT step here. transformers' ``logits_to_keep`` (a tensor of
 positions) makes the model project only the labelled ones; the loss, token accuracy and entropy are the same
-quantities TRL computes, over the same positions.
+quantities TRL computes, over the same positions. A model that does not compute in float32 (bfloat16 weights or
+mixed precision, as on a GPU by default) keeps TRL's loss: its head accumulates in float32, where the model's own
+head would round the logits.
 """
 
 from typing import Any
@@ -28,7 +30,7 @@ class DecisionLossSFTTrainer(trl.SFTTrainer):
     ) -> Any:
         """The mean negative log-likelihood of the labelled tokens (over ``num_items_in_batch`` when the trainer
         counts them across accumulated micro-batches, as TRL's own loss does)."""
-        if return_outputs or self.aux_loss_enabled or self.accelerator.num_processes > 1:
+        if return_outputs or self.aux_loss_enabled or self.accelerator.num_processes > 1 or not self._float32(model):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         targets = inputs["labels"][:, 1:]
         labelled = targets != -100
@@ -46,6 +48,11 @@ class DecisionLossSFTTrainer(trl.SFTTrainer):
             self.tokens_seen += int(attention.sum()) if attention is not None else inputs["input_ids"].numel()
             self._record_metrics(log_probs.detach(), chosen, mask)
         return loss
+
+    def _float32(self, model: Any) -> bool:
+        """Whether the LM head computes in float32 (float32 weights, no mixed precision)."""
+        head = model.get_output_embeddings()
+        return head.weight.dtype == torch.float32 and not (self.args.bf16 or self.args.fp16)
 
     def _record_metrics(self, log_probs: Any, chosen: Any, mask: Any) -> None:
         """TRL's per-micro-batch entropy and token accuracy over the labelled tokens, averaged at each log."""
@@ -65,5 +72,6 @@ class DecisionLossSFTTrainer(trl.SFTTrainer):
                 if values:
                     logs[name] = sum(values) / len(values)
                 values.clear()
-            logs["num_tokens"] = float(self.tokens_seen)
+            if self.tokens_seen:  # else TRL's own loss ran (see the module's docstring) and logs it
+                logs["num_tokens"] = float(self.tokens_seen)
         super().log(logs, start_time)
