@@ -10,7 +10,7 @@ import trl
 
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, Turn, write_trajectories
-from podium.train.config import SFTConfig
+from podium.train.config import LoraConfig, SFTConfig
 from podium.train.decision_loss import DecisionLossSFTTrainer
 from podium.train.sft import run_sft, sft_trainer
 from tests.test_train_support import tiny_model, tiny_tokenizer
@@ -41,8 +41,10 @@ def gradients(model) -> list[torch.Tensor]:
     return [parameter.grad.clone() for parameter in model.parameters() if parameter.grad is not None]
 
 
-def test_the_decision_loss_is_trls_loss_from_the_labelled_positions_only(config) -> None:
+@pytest.mark.parametrize("lora", [None, LoraConfig(rank=4, target_modules=["q_proj", "v_proj"])])
+def test_the_decision_loss_is_trls_loss_from_the_labelled_positions_only(config, lora) -> None:
     tokenizer = tiny_tokenizer()
+    config = config.model_copy(update={"lora": lora})
     trainer = sft_trainer(config, model=tiny_model(tokenizer), tokenizer=tokenizer)
     assert isinstance(trainer, DecisionLossSFTTrainer)
     model = trainer.model
