@@ -22,7 +22,9 @@ from podium.train.config import SFTConfig
 from podium.train.sft import sft_trainer
 
 
-def timed_losses(trainer: Any, loss: Callable[..., Any], batches: list[dict[str, Any]]) -> tuple[list[float], list]:
+def timed_losses(
+    trainer: Any, loss: Callable[..., Any], batches: list[dict[str, Any]]
+) -> tuple[list[float], list[float]]:
     """Seconds of each batch's loss and backward pass, and the losses."""
     seconds, losses = [], []
     for batch in batches:
@@ -47,12 +49,20 @@ def collect(directory: Path) -> str:
     return str(out / "sft.jsonl")
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give at least one batch")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="experiments/claim/sft.yaml")
-    parser.add_argument("--batches", type=int, default=16)
+    parser.add_argument("--batches", type=positive, default=16)
     args = parser.parse_args()
-    config = SFTConfig.from_file(args.config).model_copy(update={"loss_tokens": "decisions"})
+    # On a CPU: where TRL's head runs Triton kernels (GPUs) it already skips the unlabelled positions.
+    config = SFTConfig.from_file(args.config).model_copy(update={"loss_tokens": "decisions", "device": "cpu"})
     with tempfile.TemporaryDirectory() as directory:
         if not all(Path(path).is_file() for path in config.trajectories):
             config = config.model_copy(update={"trajectories": [collect(Path(directory))]})
@@ -62,7 +72,8 @@ def main() -> None:
     tokens = sum(int(batch["input_ids"].numel()) for batch in batches)
     labelled = sum(int((batch["labels"] != -100).sum()) for batch in batches)
     print(f"{len(batches)} batches, {tokens} tokens, {labelled} of them labelled ({type(trainer).__name__})")
-    timed_losses(trainer, type(trainer).compute_loss, batches[:1])  # warm both paths' kernels and caches
+    for loss in (trl.SFTTrainer.compute_loss, type(trainer).compute_loss):  # warm both paths' kernels and caches
+        timed_losses(trainer, loss, batches[:1])
     trl_seconds, trl_losses = timed_losses(trainer, trl.SFTTrainer.compute_loss, batches)
     our_seconds, our_losses = timed_losses(trainer, type(trainer).compute_loss, batches)
     for label, seconds in (("TRL's fused loss", trl_seconds), ("decision loss", our_seconds)):
