@@ -125,10 +125,17 @@ claim-sweep: $(VENV)/.installed
 	    CLAIM_QUIET=--quiet || second=1; shift; fi; \
 	  wait $$first && test $$second -eq 0 || exit 1; shift; done
 
-# One point of the sweep: the GRPO adapter under CLAIM_PRICES on the first CLAIM_SWEEP_LIMIT test questions.
+# One point of the sweep: the GRPO adapter under CLAIM_PRICES on the first CLAIM_SWEEP_LIMIT test questions, greedy
+# and deciding at the escalation threshold of the sheet (`podium routing threshold`, which also writes the break-even
+# it computed beside the run), in the comparison as orchestrator_grpo_threshold: the run its _priced row predicts.
+CLAIM_THRESHOLD_RUN = $(CLAIM_RUNS)/eval-grpo-threshold$(CLAIM_TAG)
 claim-price-point:
 	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
-	$(CLAIM_COMPARE)
+	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
+	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) --system $(CLAIM)/system-grpo.yaml \
+	  --out $(CLAIM_THRESHOLD_RUN).yaml > $(CLAIM_THRESHOLD_RUN).json
+	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
+	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)
 
 # An unseen pool member: the GRPO adapter over pool-unseen.yaml (the claim's pool and SmolLM2-135M-Instruct, free,
 # recorded once on the first 100 test questions: the recording is committed and the record step resumes it, asking

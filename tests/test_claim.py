@@ -83,9 +83,14 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     assert cheap["breakeven"] < dear["breakeven"]
     shares = [result["strong_share"]["orchestrator_grpo_priced"] for result in (cheap, dear)]
     assert shares[1] <= shares[0]
-    for sheet in sheets:
+    for sheet, result in zip(sheets, (cheap, dear), strict=True):
         records = (tmp_path / f"eval-grpo-{sheet}-first2" / "results.jsonl").read_text().splitlines()
         assert len(records) == 2
+        # The run deciding at the sheet's threshold is the one the priced row predicts from the greedy run.
+        threshold = json.loads((tmp_path / f"eval-grpo-threshold-{sheet}-first2.json").read_text())
+        assert threshold["breakeven"] == result["breakeven"] and 0.0 < threshold["escalate_above"] < 1.0
+        for metric in ("strong_share", "accuracy", "usd_per_question", "calls_per_question"):
+            assert result[metric]["orchestrator_grpo_threshold"] == result[metric]["orchestrator_grpo_priced"], metric
     assert len((tmp_path / "valid-grpo-first10" / "results.jsonl").read_text().splitlines()) == 10  # one calibration
 
 

@@ -187,6 +187,75 @@ def compare_command(
     typer.echo(json.dumps(result))
 
 
+@app.command("threshold")
+def threshold_command(
+    reward_from: Annotated[
+        Path,
+        typer.Option("--reward-from", help="A `podium train grpo` config whose reward (cost_penalty) the rule serves."),
+    ],
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            help="RUN_DIR: a `podium eval` run of the orchestrator on the validation split, which calibrates its "
+            "escalation probability (default: its probability read as it is).",
+        ),
+    ] = None,
+    prices: PricesOption = None,
+    train_limit: TrainLimitOption = None,
+    system: Annotated[
+        Path | None, typer.Option("--system", help="An escalate-policy system file to write with the threshold.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where --system is written with escalate_above.")] = None,
+    benchmark: BenchmarkOption = "gsm8k",
+) -> None:
+    """The escalate_above a price sheet picks: the orchestrator escalates where the probability that the weak reply
+    is wrong passes the break-even one under --reward-from's reward at these prices (priced on the train split)."""
+    from podium.costs.prices import PriceCatalog
+    from podium.evaluate.routing.orchestrators import read_orchestrator
+    from podium.evaluate.routing.priced import fit_calibration, score_threshold
+
+    if (system is None) != (out is None):
+        raise fail(ConfigError("--system and --out go together: the system file to write again, and where"))
+    try:
+        sheet = PriceCatalog.from_file(prices) if prices is not None else None
+        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
+        breakeven = priced_breakeven(reward_from, in_split(items, "train")[:train_limit])
+        fitted = None
+        if calibration is not None:
+            fitted = fit_calibration(read_orchestrator("orchestrator", str(calibration), in_split(items, "validation")))
+        threshold = score_threshold(breakeven, fitted)
+        if system is not None and out is not None:
+            write_thresholded_system(system, out, threshold, prices)
+    except (PodiumError, ValueError) as error:
+        raise fail(error) from error
+    errors.print(f"break-even probability {breakeven:.4f}; escalate_above {threshold:.4f}", highlight=False)
+    calibrated = None if fitted is None else {"slope": fitted.slope, "bias": fitted.bias}
+    print_json_line(
+        {"breakeven": breakeven, "escalate_above": threshold, "calibration": calibrated, "system": out and str(out)}
+    )
+
+
+def write_thresholded_system(system: Path, out: Path, threshold: float, prices: Path | None) -> None:
+    """``system`` written to ``out`` with ``escalate_above: threshold``, checked as ``podium eval`` reads it."""
+    import yaml
+
+    from podium.config import read_structured_file
+    from podium.evaluate.system_config import system_config_from_dict
+    from podium.runtime.config import RunConfig
+
+    data = read_structured_file(system)
+    config = system_config_from_dict(data, source=str(system))
+    if not isinstance(config, RunConfig) or config.policy != "escalate":
+        raise ConfigError(f"{system}: escalate_above applies to an orchestrator with policy escalate")
+    data["escalate_above"] = threshold
+    system_config_from_dict(data, source=str(out))
+    sheet = f"the prices of {prices}" if prices is not None else "Podium's prices"
+    header = f"# {system} with the escalate_above that `podium routing threshold` computed\n# for {sheet}.\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
 def named_runs(option: str, entries: list[str] | None) -> dict[str, str]:
     """``NAME=RUN_DIR`` entries of ``option`` as name → run directory."""
     runs = {}

@@ -25,12 +25,18 @@ PolicyName = Literal["serial", "parallel", "dag", "escalate"]
 
 
 def build_policy(
-    name: PolicyName, *, lazy: bool = True, verify: str | None = None, reply_chars: int | None = None
+    name: PolicyName,
+    *,
+    lazy: bool = True,
+    verify: str | None = None,
+    reply_chars: int | None = None,
+    escalate_above: float | None = None,
 ) -> Policy:
     """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
     (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
-    remove; ``verify`` (the tool that checks each reply) and ``reply_chars`` (how much of a reply is shown) are the
-    escalation policy's and an error for the others."""
+    remove; ``verify`` (the tool that checks each reply), ``reply_chars`` (how much of a reply is shown) and
+    ``escalate_above`` (the threshold that decides after a reply) are the escalation policy's and an error for the
+    others."""
     policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
@@ -39,11 +45,11 @@ def build_policy(
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
-    for option, value in (("verify", verify), ("reply_chars", reply_chars)):
+    for option, value in (("verify", verify), ("reply_chars", reply_chars), ("escalate_above", escalate_above)):
         if value is not None and name != "escalate":
             raise ValueError(f"{option} applies to the escalate policy, not to '{name}'")
     if name == "escalate":
-        return EscalationPolicy(verify=verify, reply_chars=reply_chars)
+        return EscalationPolicy(verify=verify, reply_chars=reply_chars, escalate_above=escalate_above)
     if name == "dag":
         return DagPolicy(lazy=lazy)
     if not lazy:

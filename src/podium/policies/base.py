@@ -6,7 +6,7 @@ Parsing never raises anything but :class:`ActionParseError`, whose message is sh
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -132,6 +132,11 @@ class Policy(ABC):
         """Every output allowed next when the action space is a finite set of words (the grammar is then that
         set): a backend can pick among them exactly and tell their probabilities. ``None``: free text."""
         return None
+
+    def decide(self, generated: str, probabilities: Mapping[str, float] | None) -> str:
+        """The output the turn takes, given what the orchestrator generated and, for a choice among words, each
+        word's probability: what it generated, unless the policy decides by a rule of its own."""
+        return generated
 
     def turn_histories(self, view: PoolView) -> list[list[Action]]:
         """Earlier actions after which the next turn's grammar takes each of its shapes, so that a check can see

@@ -13,8 +13,9 @@ own errors is the signal for escalating. Every output is one of a finite set of 
 backend decodes it exactly and tells each word's probability.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from podium.backends.base import BackendError
 from podium.backends.grammar import Grammar, Limits, choice, literal
 from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
@@ -37,13 +38,18 @@ class EscalationPolicy(Policy):
     max_turns = 4
     max_calls_per_round = 1
 
-    def __init__(self, verify: str | None = None, reply_chars: int | None = None) -> None:
+    def __init__(
+        self, verify: str | None = None, reply_chars: int | None = None, escalate_above: float | None = None
+    ) -> None:
         self.verify = verify
         """A pool tool called with each successful reply as its ``text`` argument; its report joins the
         observation (None: the reply alone)."""
         self.reply_chars = reply_chars
         """Characters of a reply shown (its end); None: all of it; 0: its length and the ``verify`` report, or
         without ``verify`` nothing: the orchestrator then decides from the question alone (routing)."""
+        self.escalate_above = escalate_above
+        """After a reply, escalate exactly where the probability of not accepting exceeds this (None: the most
+        probable word decides)."""
 
     def system_prompt(self, view: PoolView) -> str:
         return ESCALATION_PROMPT.format(table=worker_table(view.table, view.workers))
@@ -84,6 +90,21 @@ class EscalationPolicy(Policy):
             else:
                 lines.append(f"{worker} failed ({result.status.value}): {(result.reason or '').strip()}")
         return "\n".join(lines)
+
+    def decide(self, generated: str, probabilities: Mapping[str, float] | None) -> str:
+        """With ``escalate_above``, the decision after a reply is the threshold's: the worker ranked first among
+        those not asked yet where 1 − P(accept) exceeds it, else ``accept`` (the escalation score that
+        :mod:`podium.evaluate.routing` thresholds). Other turns, and without it, keep the generated word."""
+        if self.escalate_above is None:
+            return generated
+        if probabilities is None:
+            raise BackendError("escalate_above: the orchestrator's backend gave no choice probabilities to threshold")
+        if ACCEPT not in probabilities or len(probabilities) == 1:
+            return generated
+        total = sum(probabilities.values())
+        if 1.0 - probabilities[ACCEPT] / total <= self.escalate_above:
+            return ACCEPT
+        return max((word for word in probabilities if word != ACCEPT), key=probabilities.__getitem__)
 
     def rejection(self, reason: str, remaining: str) -> str:
         return reason

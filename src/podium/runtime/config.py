@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
 from podium.policies import PolicyName
@@ -25,6 +25,11 @@ class RunConfig(Config):
     """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows its length
     and the ``verify`` tool's report on it, or without ``verify`` nothing (the orchestrator routes from the question
     alone); default: the whole reply."""
+    escalate_above: float | None = Field(default=None, ge=0.0, le=1.0)
+    """``escalate`` only, at temperature 0: after a worker's reply, escalate (to the worker the orchestrator ranks
+    first) exactly where its probability of not accepting exceeds this, and accept elsewhere, instead of taking its
+    most probable word; the operating point a price sheet picks (``podium routing threshold`` computes it). Needs
+    an orchestrator whose backend scores its choices (a local model). Default: the most probable word."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None
@@ -73,3 +78,20 @@ class RunConfig(Config):
     """Only these tools, roles and workers (by name) may be used; default: all of the pool."""
     deny: list[str] = Field(default_factory=list)
     """These tools, roles and workers (by name) may not be used."""
+
+    @model_validator(mode="after")
+    def _decision_rule_applies(self) -> "RunConfig":
+        problem = self.sampling_problem()
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    def sampling_problem(self) -> str | None:
+        """Why these settings cannot sample as they say (``None``: they can); checked again where an episode is
+        set up, since a sampled attempt copies the settings with its own temperature."""
+        if self.escalate_above is not None and self.temperature > 0:
+            return (
+                f"escalate_above decides by a threshold, which leaves nothing to sample: it needs temperature 0, "
+                f"not {self.temperature}"
+            )
+        return None

@@ -179,19 +179,20 @@ class Episode:
         generated = await self._generate(choices)
         if isinstance(generated, StopReason):
             return generated
+        output = self.policy.decide(generated.text, generated.choice_probs)
         turn = Turn(
             index=len(self.trajectory.turns),
-            output=generated.text,
+            output=output,
             usage=generated.usage,
             choices=choices,
             choice_probs=generated.choice_probs,
         )
         self.trajectory.turns.append(turn)
         self.ledger.turns += 1
-        self._say("assistant", generated.text)
-        self._emit("turn", turn=turn.index, detail=generated.text, usage=generated.usage)
+        self._say("assistant", output)
+        self._emit("turn", turn=turn.index, detail=output, usage=generated.usage)
         try:
-            action = self.policy.parse(generated.text, self.view, self.actions)
+            action = self.policy.parse(output, self.view, self.actions)
             if generated.finish_reason == "length" and isinstance(action, Answer):
                 limit = self.config.max_tokens
                 raise ActionParseError(f"the output was cut off at max_tokens={limit} before it finished; be brief")

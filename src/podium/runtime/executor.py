@@ -41,9 +41,13 @@ class Executor:
                 lazy=self.config.lazy,
                 verify=self.config.verify,
                 reply_chars=self.config.reply_chars,
+                escalate_above=self.config.escalate_above,
             )
         except ValueError as error:
             raise ConfigError(str(error)) from error
+        problem = self.config.sampling_problem()
+        if problem is not None:
+            raise ConfigError(problem)
         names = [worker.name for worker in pool.config.workers]
         for field, value in (("orchestrator", self.config.orchestrator), ("summarizer", self.config.summarizer)):
             if value is not None and value not in names:
@@ -51,6 +55,14 @@ class Executor:
         if self.config.verify is not None and self.config.verify not in pool.registry.names():
             raise ConfigError(f"verify: '{self.config.verify}' is not a tool of the pool ({pool.registry.names()})")
         self.orchestrator = orchestrator or pool.backends[self.config.orchestrator or names[0]]
+        if self.config.escalate_above is not None and (
+            self.config.constrained == "never" or not self.orchestrator.supports_choices
+        ):
+            raise ConfigError(
+                f"escalate_above thresholds the probabilities of the orchestrator's choices, which its backend "
+                f"'{self.orchestrator.model}' does not give with constrained: '{self.config.constrained}' (a local "
+                "model gives them, constrained 'auto' or 'always')"
+            )
         self.budget = Budget(
             max_turns=self.config.max_turns or self.policy.max_turns,
             max_calls_per_round=min(
@@ -97,6 +109,7 @@ class Executor:
             "orchestrator": self.orchestrator.model,
             "labels": dict(pool.labels),
             **({"seed": seed} if seed is not None else {}),
+            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
             **({"attachments": [a.name for a in attached]} if attached else {}),
             **({"history": {"messages": len(history), "shown": len(shown)}} if history else {}),
             **(metadata or {}),

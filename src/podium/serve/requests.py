@@ -211,4 +211,8 @@ def request_config(base: RunConfig, budget: Budget, request: EpisodeRequest, max
         update["summarizer_max_tokens"] = min(answer_budget, base.summarizer_max_tokens or answer_budget)
     if request.parallel_tool_calls is False:
         update["max_calls_per_round"] = 1
-    return base.model_copy(update=update)
+    config = base.model_copy(update=update)
+    problem = config.sampling_problem()
+    if problem is not None:  # the system decides by a threshold: a sampling temperature would be ignored
+        raise invalid_request(f"this orchestrator's {problem}", "temperature")
+    return config

@@ -100,6 +100,17 @@ def log_odds(score: float) -> float:
     return math.log(clipped / (1.0 - clipped))
 
 
+def score_threshold(breakeven: float, calibration: Calibration | None = None) -> float:
+    """The escalation score above which the calibrated probability exceeds ``breakeven`` (Platt scaling keeps the
+    order, so one threshold on the model's own score is the same rule: a run's ``escalate_above``). Without a
+    calibration the score is taken as the probability itself."""
+    if breakeven >= 1.0 or breakeven <= 0.0:
+        return min(max(breakeven, 0.0), 1.0)  # never, or wherever the score is above 0
+    if calibration is None:
+        return breakeven
+    return 1.0 / (1.0 + math.exp(-(log_odds(breakeven) - calibration.bias) / calibration.slope))
+
+
 def fit_calibration(run: OrchestratorRun) -> Calibration:
     """The calibration of ``run``'s escalation scores (a run over the validation split) against whether the weak
     reply it read was wrong."""

@@ -1,0 +1,149 @@
+"""The escalation threshold (``escalate_above``): after a reply the threshold decides, not the most probable word;
+settings it cannot honour are refused; ``podium routing threshold`` computes it for a price sheet (the claim's sweep
+checks that a run at it decides as ``podium routing compare``'s priced row)."""
+
+import asyncio
+import json
+import math
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from podium.backends.base import ChatBackend, Completion, GenerationRequest
+from podium.backends.scripted import ScriptedBackend
+from podium.cli import app
+from podium.errors import ConfigError
+from podium.evaluate.routing.data import in_split, load_routing
+from podium.evaluate.routing.priced import Calibration, CostPenalty, breakeven, score_threshold
+from podium.runtime import Executor, RunConfig
+from podium.solve.config import SystemConfig
+from tests.test_routers import cat_pool
+
+QUESTION = "How many legs has a cat?"
+WEAK_REPLY, STRONG_REPLY = "It has 1 + 2 = 4 legs.\n#### 4", "It has 4 legs."
+
+
+class Scored(ChatBackend):
+    """Takes the most probable of the choices offered under fixed weights, and tells their probabilities (a
+    stand-in for a local model scoring its choices)."""
+
+    supports_choices = True
+    supports_regex = True
+
+    def __init__(self, weights: dict[str, float]) -> None:
+        super().__init__("scored")
+        self.weights = weights
+
+    async def _complete(self, request: GenerationRequest) -> Completion:
+        total = sum(self.weights[choice] for choice in request.choices)
+        probabilities = {choice: self.weights[choice] / total for choice in request.choices}
+        return Completion(max(probabilities, key=probabilities.__getitem__), 3, 1, "stop", choice_probs=probabilities)
+
+
+def play(tmp_path, weights: dict[str, float], escalate_above: float | None) -> tuple[list[str], str | None]:
+    """The words of an escalation episode over the cat pool, and its answer."""
+    run = RunConfig(policy="escalate", constrained="always", max_tokens=16, escalate_above=escalate_above)
+    trajectory = asyncio.run(Executor(cat_pool(tmp_path), run, orchestrator=Scored(weights)).run(QUESTION))
+    if escalate_above is not None:
+        assert trajectory.metadata["escalate_above"] == escalate_above  # the run says how it decided
+    return [turn.output for turn in trajectory.turns], trajectory.answer
+
+
+def test_the_threshold_decides_after_a_reply_and_the_first_word_stays_the_most_probable(tmp_path) -> None:
+    leaning_up = {"w": 0.9, "s": 0.6, "accept": 0.4}  # first w (0.6 of w, s); after w's reply P(escalate) = 0.6
+    assert play(tmp_path, leaning_up, None) == (["w", "s", "accept"], STRONG_REPLY)
+    assert play(tmp_path, leaning_up, 0.7) == (["w", "accept"], WEAK_REPLY)  # 0.6 does not pass 0.7
+    assert play(tmp_path, leaning_up, 0.6) == (["w", "accept"], WEAK_REPLY)  # escalate only above it
+    assert play(tmp_path, leaning_up, 0.5) == (["w", "s", "accept"], STRONG_REPLY)
+    leaning_to_accept = {"w": 0.9, "s": 0.3, "accept": 0.7}  # P(escalate) = 0.3 after w's reply
+    assert play(tmp_path, leaning_to_accept, None) == (["w", "accept"], WEAK_REPLY)
+    assert play(tmp_path, leaning_to_accept, 0.2) == (["w", "s", "accept"], STRONG_REPLY)
+    assert play(tmp_path, leaning_to_accept, 1.0) == (["w", "accept"], WEAK_REPLY)  # never escalates
+
+
+def test_escalate_above_is_refused_where_it_cannot_decide(tmp_path) -> None:
+    pool = cat_pool(tmp_path)
+    with pytest.raises(ConfigError, match="escalate_above applies to the escalate policy, not to 'serial'"):
+        Executor(pool, RunConfig(policy="serial", escalate_above=0.5))
+    with pytest.raises(ValueError, match=r"needs temperature 0, not 1\.0"):
+        RunConfig(policy="escalate", escalate_above=0.5, temperature=1.0)
+    sampled = RunConfig(policy="escalate", escalate_above=0.5).model_copy(update={"temperature": 1.0})
+    with pytest.raises(ConfigError, match="needs temperature 0"):  # a sampled attempt copies the settings
+        Executor(pool, sampled, orchestrator=Scored({}))
+    with pytest.raises(ConfigError, match="backend 'scripted' does not give"):
+        Executor(pool, RunConfig(policy="escalate", escalate_above=0.5), orchestrator=ScriptedBackend(["w"]))
+    never = RunConfig(policy="escalate", escalate_above=0.5, constrained="never")
+    with pytest.raises(ConfigError, match="with constrained: 'never'"):
+        Executor(pool, never, orchestrator=Scored({}))
+    system = tmp_path / "system.yaml"
+    system.write_text("policy: escalate\nescalate_above: 1.5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"system.yaml:2.*escalate_above"):
+        SystemConfig.from_file(system)
+
+
+def test_the_score_threshold_is_the_breakeven_probability_read_through_the_calibration() -> None:
+    calibration = Calibration(slope=0.8, bias=-0.3)
+    scores = [i / 200 for i in range(1, 200)]
+    for probability in (0.05, 0.19, 0.5, 0.83):
+        threshold = score_threshold(probability, calibration)
+        assert calibration(threshold) == pytest.approx(probability)
+        assert [s > threshold for s in scores] == [calibration(s) > probability for s in scores]
+        assert score_threshold(probability) == probability  # uncalibrated: the score is the probability
+    assert score_threshold(1.0, calibration) == 1.0 and score_threshold(-0.2, calibration) == 0.0
+
+
+def routing_threshold(*arguments: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["routing", "threshold", *arguments])
+    return result.exit_code, result.output
+
+
+def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path) -> None:
+    reward = tmp_path / "grpo.yaml"
+    reward.write_text(
+        "tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty, cost_weight: 2.0, cost_usd_scale: 0.01}\n"
+    )
+    system = tmp_path / "system.yaml"
+    system.write_text("kind: orchestrator\nname: trained\npolicy: escalate\nmax_tokens: 16\n", encoding="utf-8")
+    dear = tmp_path / "dear.yaml"
+    dear.write_text("models:\n  gpt-4-1106-preview: {input_per_mtok: 40, output_per_mtok: 120}\n", encoding="utf-8")
+    code, output = routing_threshold("--reward-from", str(reward), "--system", str(system), "--out", f"{tmp_path}/a")
+    assert code == 0, output
+    listed = json.loads(output.strip().splitlines()[-1])
+    expected = breakeven(in_split(load_routing(), "train"), CostPenalty(2.0, 0.01))
+    assert listed["breakeven"] == pytest.approx(expected) and listed["escalate_above"] == listed["breakeven"]
+    assert listed["calibration"] is None and 0.0 < expected < 1.0
+    written = yaml.safe_load((tmp_path / "a").read_text())
+    assert written == {**yaml.safe_load(system.read_text()), "escalate_above": listed["escalate_above"]}
+    code, output = routing_threshold("--reward-from", str(reward), "--prices", str(dear))
+    assert code == 0, output
+    assert json.loads(output.strip().splitlines()[-1])["escalate_above"] > listed["escalate_above"]
+    assert not math.isnan(listed["escalate_above"])
+
+
+def test_routing_threshold_refuses_what_it_cannot_write(tmp_path) -> None:
+    reward = tmp_path / "grpo.yaml"
+    reward.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty}\n", encoding="utf-8")
+    serial = tmp_path / "serial.yaml"
+    serial.write_text("kind: orchestrator\npolicy: serial\n", encoding="utf-8")
+    out = tmp_path / "out.yaml"
+    code, output = routing_threshold("--reward-from", str(reward), "--system", str(serial), "--out", str(out))
+    assert code != 0 and "applies to an orchestrator with policy escalate" in output and not out.exists()
+    code, output = routing_threshold("--reward-from", str(reward), "--system", str(serial))
+    assert code != 0 and "--system and --out go together" in output
+    reward.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: uno}\n", encoding="utf-8")
+    code, output = routing_threshold("--reward-from", str(reward))
+    assert code != 0 and "reward.design is 'uno'" in output
+
+
+def test_a_served_request_cannot_sample_a_system_that_decides_by_its_threshold() -> None:
+    from podium.core.budget import Budget
+    from podium.serve.http import ApiError
+    from podium.serve.requests import EpisodeRequest, request_config
+
+    base = RunConfig(policy="escalate", escalate_above=0.4)
+    ask = {"model": "orchestrator", "messages": [{"role": "user", "content": QUESTION}]}
+    assert request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.0), None).escalate_above == 0.4
+    with pytest.raises(ApiError, match=r"needs temperature 0, not 0\.7") as refused:
+        request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.7), None)
+    assert (refused.value.status, refused.value.param) == (400, "temperature")
