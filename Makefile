@@ -132,7 +132,8 @@ CLAIM_THRESHOLD_RUN = $(CLAIM_RUNS)/eval-grpo-threshold$(CLAIM_TAG)
 claim-price-point:
 	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
 	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
-	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) --system $(CLAIM)/system-grpo.yaml \
+	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
+	  --system $(CLAIM)/system-grpo.yaml \
 	  --out $(CLAIM_THRESHOLD_RUN).yaml > $(CLAIM_THRESHOLD_RUN).json
 	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)

@@ -88,7 +88,8 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
         assert len(records) == 2
         # The run deciding at the sheet's threshold is the one the priced row predicts from the greedy run.
         threshold = json.loads((tmp_path / f"eval-grpo-threshold-{sheet}-first2.json").read_text())
-        assert threshold["breakeven"] == result["breakeven"] and 0.0 < threshold["escalate_above"] < 1.0
+        assert threshold["breakeven"] == pytest.approx(result["breakeven"], abs=5e-5)  # the table rounds it
+        assert 0.0 < threshold["escalate_above"] < 1.0
         for metric in ("strong_share", "accuracy", "usd_per_question", "calls_per_question"):
             assert result[metric]["orchestrator_grpo_threshold"] == result[metric]["orchestrator_grpo_priced"], metric
     assert len((tmp_path / "valid-grpo-first10" / "results.jsonl").read_text().splitlines()) == 10  # one calibration
