@@ -147,3 +147,14 @@ def test_a_served_request_cannot_sample_a_system_that_decides_by_its_threshold()
     with pytest.raises(ApiError, match=r"needs temperature 0, not 0\.7") as refused:
         request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.7), None)
     assert (refused.value.status, refused.value.param) == (400, "temperature")
+
+
+def test_podium_check_names_a_threshold_the_orchestrator_cannot_give(tmp_path) -> None:
+    system = tmp_path / "system.yaml"
+    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\nconstrained: never\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", str(system)])
+    assert result.exit_code == 2
+    assert f"{system}:3: escalate_above: thresholds the probabilities of the orchestrator's choices" in result.output
+    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", str(system)])
+    assert result.exit_code == 0 and "ok (system)" in result.output

@@ -59,7 +59,7 @@ class Executor:
             self.config.constrained == "never" or not self.orchestrator.supports_choices
         ):
             raise ConfigError(
-                f"escalate_above thresholds the probabilities of the orchestrator's choices, which its backend "
+                f"escalate_above: thresholds the probabilities of the orchestrator's choices, which its backend "
                 f"'{self.orchestrator.model}' does not give with constrained: '{self.config.constrained}' (a local "
                 "model gives them, constrained 'auto' or 'always')"
             )
