@@ -151,7 +151,7 @@ def test_a_served_request_cannot_sample_a_system_that_decides_by_its_threshold()
 
 def test_podium_check_names_a_threshold_the_orchestrator_cannot_give(tmp_path) -> None:
     system = tmp_path / "system.yaml"
-    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\nconstrained: never\n", encoding="utf-8")
+    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\nconstrained: never\n")
     result = CliRunner().invoke(app, ["check", str(system)])
     assert result.exit_code == 2
     assert f"{system}:3: escalate_above: thresholds the probabilities of the orchestrator's choices" in result.output
