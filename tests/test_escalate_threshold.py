@@ -18,6 +18,7 @@ from podium.evaluate.routing.data import in_split, load_routing
 from podium.evaluate.routing.priced import Calibration, CostPenalty, breakeven, score_threshold
 from podium.runtime import Executor, RunConfig
 from podium.solve.config import SystemConfig
+from podium.solve.system import System
 from tests.test_routers import cat_pool
 
 QUESTION = "How many legs has a cat?"
@@ -80,6 +81,9 @@ def test_escalate_above_is_refused_where_it_cannot_decide(tmp_path) -> None:
     system.write_text("policy: escalate\nescalate_above: 1.5\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"system.yaml:2.*escalate_above"):
         SystemConfig.from_file(system)
+    explored = System("teacher", pool, RunConfig(policy="escalate", escalate_above=0.5))
+    with pytest.raises(ConfigError, match="exploring plays every path"):  # `samples: all` collection
+        asyncio.run(explored.explore(QUESTION))
 
 
 def test_the_score_threshold_is_the_breakeven_probability_read_through_the_calibration() -> None:

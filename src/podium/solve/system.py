@@ -173,8 +173,11 @@ class System:
         choice."""
         if isinstance(task, BenchmarkItem) and task.verifier == "environment":
             raise ConfigError(f"item {task.id}: tool-use episodes cannot be explored path by path")
+        config = settings or self.config
+        if config.escalate_above is not None:
+            raise ConfigError("escalate_above: exploring plays every path, and a threshold would keep one")
         # a path follower offers the policy's choices, not free text
-        constrained = (settings or self.config).model_copy(update={"constrained": "always"})
+        constrained = config.model_copy(update={"constrained": "always"})
 
         async def play(backend: ChatBackend) -> Trajectory:
             return await self.solve(task, settings=constrained, orchestrator=backend, **episode)
