@@ -149,7 +149,6 @@ def compare_command(
     as_json: JsonOption = False,
 ) -> None:
     """Routers and evaluated orchestrators on one split: APGR, CPT, accuracy, USD and strong-call share."""
-    from podium.costs.prices import PriceCatalog
     from podium.evaluate.report import write_routing_report
     from podium.evaluate.routing.compare import compare
     from podium.evaluate.routing.orchestrators import read_orchestrator
@@ -158,8 +157,7 @@ def compare_command(
     from podium.retrieval.embedding import CachedEmbeddings
 
     try:
-        sheet = PriceCatalog.from_file(prices) if prices is not None else None
-        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
+        items = priced_items(benchmark, prices)
         train, test = in_split(items, "train")[:train_limit], in_split(items, _split(split))[:limit]
         breakeven = priced_breakeven(reward_from, train) if reward_from is not None else None
         if calibration and breakeven is None:
@@ -211,15 +209,13 @@ def threshold_command(
 ) -> None:
     """The escalate_above a price sheet picks: the orchestrator escalates where the probability that the weak reply
     is wrong passes the break-even one under --reward-from's reward at these prices (priced on the train split)."""
-    from podium.costs.prices import PriceCatalog
     from podium.evaluate.routing.orchestrators import read_orchestrator
     from podium.evaluate.routing.priced import fit_calibration, score_threshold
 
     if (system is None) != (out is None):
         raise fail(ConfigError("--system and --out go together: the system file to write again, and where"))
     try:
-        sheet = PriceCatalog.from_file(prices) if prices is not None else None
-        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
+        items = priced_items(benchmark, prices)
         breakeven = priced_breakeven(reward_from, in_split(items, "train")[:train_limit])
         fitted = None
         if calibration is not None:
@@ -245,15 +241,23 @@ def write_thresholded_system(system: Path, out: Path, threshold: float, prices: 
     from podium.runtime.config import RunConfig
 
     data = read_structured_file(system)
+    if isinstance(data, dict):  # anything else is refused by the validation, naming the file
+        data = {**data, "escalate_above": threshold}
     config = system_config_from_dict(data, source=str(system))
     if not isinstance(config, RunConfig) or config.policy != "escalate":
         raise ConfigError(f"{system}: escalate_above applies to an orchestrator with policy escalate")
-    data["escalate_above"] = threshold
-    system_config_from_dict(data, source=str(out))
     sheet = f"the prices of {prices}" if prices is not None else "Podium's prices"
     header = f"# {system} with the escalate_above that `podium routing threshold` computed\n# for {sheet}.\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def priced_items(benchmark: str, prices: Path | None) -> list[RoutingItem]:
+    """The benchmark's recorded questions, their outcomes priced by the sheet ``prices`` over Podium's."""
+    from podium.costs.prices import PriceCatalog
+
+    sheet = PriceCatalog.from_file(prices) if prices is not None else None
+    return load_routing(benchmark=_benchmark(benchmark), prices=sheet)
 
 
 def named_runs(option: str, entries: list[str] | None) -> dict[str, str]:

@@ -80,7 +80,7 @@ class RunConfig(Config):
     """These tools, roles and workers (by name) may not be used."""
 
     @model_validator(mode="after")
-    def _decision_rule_applies(self) -> "RunConfig":
+    def _check_sampling(self) -> "RunConfig":
         problem = self.sampling_problem()
         if problem is not None:
             raise ValueError(problem)
