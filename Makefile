@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval
+.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval claim-priced-data claim-priced-teacher
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -137,6 +137,35 @@ claim-price-point:
 	  --out $(CLAIM_THRESHOLD_RUN).yaml > $(CLAIM_THRESHOLD_RUN).json
 	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)
+
+# Distilling the priced decision into the model (README, "Unseen prices"; an ablation that did not work): the GRPO
+# adapter deciding at each training sheet's threshold is the teacher, played under that sheet (its prices in the
+# worker table) on the first CLAIM_PRICED_TRAIN train questions, two sheets side by side; its correct runs become SFT
+# data in $(CLAIM_PRICED_RUNS)/collect-SHEET, which `podium train sft --config experiments/claim/sft-priced.yaml` reads.
+CLAIM_PRICED_SHEETS ?= train-gpt4-x0.25 train-gpt4-x0.5 train-list train-gpt4-x2 train-gpt4-x4
+CLAIM_PRICED_TRAIN ?= 200
+CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
+CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
+claim-priced-data: $(VENV)/.installed
+	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(CLAIM_CALIBRATE)
+	mkdir -p $(CLAIM_PRICED_RUNS)
+	set -- $(CLAIM_PRICED_SHEETS); while [ $$# -gt 0 ]; do \
+	  $(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$1 & first=$$!; second=0; \
+	  if [ $$# -gt 1 ]; then $(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$2 || second=1; shift; fi; \
+	  wait $$first && test $$second -eq 0 || exit 1; shift; done
+
+# One training sheet's teacher: its threshold system, its run on the train questions, the run's correct trajectories.
+CLAIM_PRICED_TEACHER_RUN = $(CLAIM_PRICED_RUNS)/teacher-$(CLAIM_PRICED_SHEET)
+claim-priced-teacher:
+	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
+	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM)/system-grpo.yaml \
+	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json
+	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/train.jsonl --limit $(CLAIM_PRICED_TRAIN) --concurrency 2 --quiet \
+	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_TEACHER_RUN).yaml \
+	  --out $(CLAIM_PRICED_TEACHER_RUN)
+	$(BIN)/podium data collect --from-eval $(CLAIM_PRICED_TEACHER_RUN) --max-tool-share 1.0 --quiet \
+	  --out $(CLAIM_PRICED_RUNS)/collect-$(CLAIM_PRICED_SHEET)
 
 # An unseen pool member: the GRPO adapter over pool-unseen.yaml (the claim's pool and SmolLM2-135M-Instruct, free,
 # recorded once on the first 100 test questions: the recording is committed and the record step resumes it, asking

@@ -4,11 +4,13 @@ claim's configs load."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("peft")
 
@@ -132,3 +134,24 @@ def test_claim_mmlu_eval_routes_from_the_question_and_prints_the_comparison(tmp_
     assert len(records) == 3 and all(record["verdict"]["grader"] == "recorded outcome (replay)" for record in records)
     observations = [m["content"] for r in records for m in r["trajectory"]["messages"][3::2] if m["role"] == "user"]
     assert observations and all(text in ("mixtral replied.", "gpt4 replied.") for text in observations)
+
+
+@pytest.mark.slow
+def test_claim_priced_data_labels_each_sheets_questions_with_its_threshold(tmp_path) -> None:
+    sheets = {"train-gpt4-x0.25": "$2.5/$7.5", "train-gpt4-x4": "$40/$120"}  # GPT-4's price in each worker table
+    run_make(
+        "claim-priced-data", f"CLAIM_RUNS={tmp_path}", f"CLAIM_PRICED_SHEETS={' '.join(sheets)}",
+        "CLAIM_PRICED_TRAIN=3", "CLAIM_VALID_LIMIT=10",
+    )  # fmt: skip
+    thresholds = {sheet: json.loads((tmp_path / "priced" / f"teacher-{sheet}.json").read_text()) for sheet in sheets}
+    assert thresholds["train-gpt4-x0.25"]["escalate_above"] < 1.0 == thresholds["train-gpt4-x4"]["escalate_above"]
+    for sheet, price in sheets.items():
+        rows = [json.loads(line) for line in (tmp_path / "priced" / f"collect-{sheet}" / "sft.jsonl").open()]
+        assert rows and all(f"gpt4: strong, dear, {price} per 1M" in row["messages"][0]["content"] for row in rows)
+        called = [[m["content"] for m in row["messages"] if m["role"] == "assistant"] for row in rows]
+        if sheet == "train-gpt4-x4":  # escalating never pays at 4x: the teacher accepts every reply
+            assert all("gpt4" not in words for words in called)
+    # sft-priced.yaml trains on what the target writes with its defaults
+    config = yaml.safe_load((ROOT / "experiments" / "claim" / "sft-priced.yaml").read_text())
+    defaults = re.search(r"^CLAIM_PRICED_SHEETS \?= (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
+    assert config["trajectories"] == [f"runs/claim/priced/collect-{sheet}/sft.jsonl" for sheet in defaults]
