@@ -147,6 +147,8 @@ CLAIM_PRICED_TRAIN ?= 200
 CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
+	$(if $(strip $(CLAIM_PRICED_SHEETS)),,$(error CLAIM_PRICED_SHEETS names no price sheet: give names of \
+	  experiments/claim/prices/*.yaml))
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(CLAIM_CALIBRATE)
 	mkdir -p $(CLAIM_PRICED_RUNS)
@@ -158,6 +160,8 @@ claim-priced-data: $(VENV)/.installed
 # One training sheet's teacher: its threshold system, its run on the train questions, the run's correct trajectories.
 CLAIM_PRICED_TEACHER_RUN = $(CLAIM_PRICED_RUNS)/teacher-$(CLAIM_PRICED_SHEET)
 claim-priced-teacher:
+	$(if $(CLAIM_PRICED_SHEET),,$(error CLAIM_PRICED_SHEET names no price sheet: give one name of \
+	  experiments/claim/prices/*.yaml))
 	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
 	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM)/system-grpo.yaml \
 	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json

@@ -115,9 +115,17 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_a_member_it_never_saw(tmp_
     assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
 
 
-def test_a_sweep_without_sheets_is_an_error(tmp_path) -> None:
-    done = make("claim-sweep", f"CLAIM_RUNS={tmp_path}", "CLAIM_SWEEP=")
-    assert done.returncode != 0 and "CLAIM_SWEEP names no price sheet" in done.stderr
+@pytest.mark.parametrize(
+    ("target", "variable"),
+    [
+        ("claim-sweep", "CLAIM_SWEEP"),
+        ("claim-priced-data", "CLAIM_PRICED_SHEETS"),
+        ("claim-priced-teacher", "CLAIM_PRICED_SHEET"),
+    ],
+)
+def test_a_target_without_sheets_is_an_error(tmp_path, target, variable) -> None:
+    done = make(target, f"CLAIM_RUNS={tmp_path}", f"{variable}=")
+    assert done.returncode != 0 and f"{variable} names no price sheet" in done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing ran
 
 
