@@ -112,18 +112,23 @@ claim-eval: $(VENV)/.installed
 	  wait $$sft && wait $$valid && test $$grpo -eq 0
 	$(CLAIM_COMPARE) --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
 
-# The unseen-price sweep: the GRPO adapter and the routers under each sheet of CLAIM_SWEEP, two sheets side by side
-# (each evaluation decodes on one CPU thread; the first of a pair shows its progress). Each point prints its JSON line.
+# $(call SHEETS_IN_PAIRS,VARIABLE,COMMAND): COMMAND once for each price sheet VARIABLE names, two side by side (each
+# evaluation decodes on one CPU thread); in COMMAND, $$sheet is the sheet's name and $$quiet is --quiet for the second
+# of a pair (the first shows its progress). An empty VARIABLE stops make before any recipe line runs.
+SHEETS_IN_PAIRS = $(if $(strip $($(1))),,$(error $(1) names no price sheet: give names of \
+	experiments/claim/prices/*.yaml)) set -- $($(1)); while [ -n "$$1" ]; do \
+	  sheet=$$1 quiet=; $(2) & first=$$!; second=0; \
+	  if [ -n "$$2" ]; then sheet=$$2 quiet=--quiet; $(2) || second=1; shift; fi; \
+	  wait $$first && test $$second -eq 0 || exit 1; shift; done
+
+# The unseen-price sweep: the GRPO adapter and the routers under each sheet of CLAIM_SWEEP, two sheets side by side.
+# Each point prints its JSON line.
 CLAIM_POINT = $(MAKE) --no-print-directory claim-price-point CLAIM_LIMIT=$(CLAIM_SWEEP_LIMIT)
 claim-sweep: $(VENV)/.installed
-	$(if $(strip $(CLAIM_SWEEP)),,$(error CLAIM_SWEEP names no price sheet: give names of experiments/claim/prices/*.yaml))
 	$(CLAIM_TEST_TASKS)
 	$(CLAIM_CALIBRATE)
-	set -- $(CLAIM_SWEEP); while [ $$# -gt 0 ]; do \
-	  $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$1.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$1 & first=$$!; second=0; \
-	  if [ $$# -gt 1 ]; then $(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$2.yaml CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$2 \
-	    CLAIM_QUIET=--quiet || second=1; shift; fi; \
-	  wait $$first && test $$second -eq 0 || exit 1; shift; done
+	$(call SHEETS_IN_PAIRS,CLAIM_SWEEP,$(CLAIM_POINT) CLAIM_PRICES=$(CLAIM)/prices/$$sheet.yaml \
+	  CLAIM_OUT=$(CLAIM_SWEEP_OUT)/$$sheet CLAIM_QUIET=$$quiet)
 
 # One point of the sweep: the GRPO adapter under CLAIM_PRICES on the first CLAIM_SWEEP_LIMIT test questions, greedy
 # and deciding at the escalation threshold of the sheet (`podium routing threshold`, which also writes the break-even
@@ -147,15 +152,10 @@ CLAIM_PRICED_TRAIN ?= 200
 CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
-	$(if $(strip $(CLAIM_PRICED_SHEETS)),,$(error CLAIM_PRICED_SHEETS names no price sheet: give names of \
-	  experiments/claim/prices/*.yaml))
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(CLAIM_CALIBRATE)
 	mkdir -p $(CLAIM_PRICED_RUNS)
-	set -- $(CLAIM_PRICED_SHEETS); while [ $$# -gt 0 ]; do \
-	  $(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$1 & first=$$!; second=0; \
-	  if [ $$# -gt 1 ]; then $(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$2 || second=1; shift; fi; \
-	  wait $$first && test $$second -eq 0 || exit 1; shift; done
+	$(call SHEETS_IN_PAIRS,CLAIM_PRICED_SHEETS,$(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$sheet)
 
 # One training sheet's teacher: its threshold system, its run on the train questions, the run's correct trajectories.
 CLAIM_PRICED_TEACHER_RUN = $(CLAIM_PRICED_RUNS)/teacher-$(CLAIM_PRICED_SHEET)

@@ -156,9 +156,8 @@ def test_claim_priced_data_labels_each_sheets_questions_with_its_threshold(tmp_p
     for sheet, price in sheets.items():
         rows = [json.loads(line) for line in (tmp_path / "priced" / f"collect-{sheet}" / "sft.jsonl").open()]
         assert rows and all(f"gpt4: strong, dear, {price} per 1M" in row["messages"][0]["content"] for row in rows)
-        called = [[m["content"] for m in row["messages"] if m["role"] == "assistant"] for row in rows]
         if sheet == "train-gpt4-x4":  # escalating never pays at 4x: the teacher accepts every reply
-            assert all("gpt4" not in words for words in called)
+            assert all(m["content"] != "gpt4" for row in rows for m in row["messages"] if m["role"] == "assistant")
     # sft-priced.yaml trains on what the target writes with its defaults
     config = yaml.safe_load((ROOT / "experiments" / "claim" / "sft-priced.yaml").read_text())
     defaults = re.search(r"^CLAIM_PRICED_SHEETS \?= (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
