@@ -143,27 +143,34 @@ claim-price-point:
 	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)
 
-# Distilling the priced decision into the model (README, "Unseen prices"; an ablation that did not work): the GRPO
-# adapter deciding at each training sheet's threshold is the teacher, played under that sheet (its prices in the
-# worker table) on the first CLAIM_PRICED_TRAIN train questions, two sheets side by side; its correct runs become SFT
-# data in $(CLAIM_PRICED_RUNS)/collect-SHEET, which `podium train sft --config experiments/claim/sft-priced.yaml` reads.
+# Distilling the priced decision into the model (README, "Unseen prices"; an ablation that worked below the list
+# price only): the teacher, CLAIM_PRICED_SYSTEM (the GRPO adapter with GPT-4's price beside each decision), decides at
+# each training sheet's threshold, calibrated on its own run over the validation questions under that sheet, and plays
+# the first CLAIM_PRICED_TRAIN train questions under it, two sheets side by side; its correct runs become SFT data in
+# $(CLAIM_PRICED_RUNS)/collect-SHEET, which `podium train sft --config experiments/claim/sft-priced.yaml` reads.
 CLAIM_PRICED_SHEETS ?= train-gpt4-x0.25 train-gpt4-x0.5 train-list train-gpt4-x2 train-gpt4-x4
 CLAIM_PRICED_TRAIN ?= 200
 CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
+CLAIM_PRICED_SYSTEM ?= $(CLAIM)/system-teacher-priced.yaml
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
-	$(CLAIM_CALIBRATE)
+	$(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl
 	mkdir -p $(CLAIM_PRICED_RUNS)
 	$(call SHEETS_IN_PAIRS,CLAIM_PRICED_SHEETS,$(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$sheet)
 
-# One training sheet's teacher: its threshold system, its run on the train questions, the run's correct trajectories.
+# One training sheet's teacher: the teacher system's calibration run on the validation questions under the sheet
+# (the prompt it will decide on), its threshold system, its run on the train questions, the run's correct trajectories.
 CLAIM_PRICED_TEACHER_RUN = $(CLAIM_PRICED_RUNS)/teacher-$(CLAIM_PRICED_SHEET)
+CLAIM_PRICED_VALID_RUN = $(CLAIM_PRICED_RUNS)/valid-$(CLAIM_PRICED_SHEET)
 claim-priced-teacher:
 	$(if $(CLAIM_PRICED_SHEET),,$(error CLAIM_PRICED_SHEET names no price sheet: give one name of \
 	  experiments/claim/prices/*.yaml))
-	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
-	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM)/system-grpo.yaml \
+	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 --quiet \
+	  $(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT)) --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml \
+	  --system $(CLAIM_PRICED_SYSTEM) --out $(CLAIM_PRICED_VALID_RUN)
+	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
+	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json
 	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/train.jsonl --limit $(CLAIM_PRICED_TRAIN) --concurrency 2 --quiet \
 	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_TEACHER_RUN).yaml \

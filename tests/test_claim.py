@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from podium.evaluate.runner import load_run
+
 pytest.importorskip("peft")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,8 +156,13 @@ def test_claim_priced_data_labels_each_sheets_questions_with_its_threshold(tmp_p
     thresholds = {sheet: json.loads((tmp_path / "priced" / f"teacher-{sheet}.json").read_text()) for sheet in sheets}
     assert thresholds["train-gpt4-x0.25"]["escalate_above"] < 1.0 == thresholds["train-gpt4-x4"]["escalate_above"]
     for sheet, price in sheets.items():
-        rows = [json.loads(line) for line in (tmp_path / "priced" / f"collect-{sheet}" / "sft.jsonl").open()]
+        line = f"\nNot asked yet: gpt4 at {price} per 1M in/out tokens."  # the price beside the decision
+        _, calibration = load_run(tmp_path / "priced" / f"valid-{sheet}")  # each sheet calibrates its own teacher
+        assert len(calibration) == 10 and thresholds[sheet]["calibration"] is not None
+        assert all(record.trajectory.messages[3].content.endswith(line) for record in calibration)
+        rows = [json.loads(text) for text in (tmp_path / "priced" / f"collect-{sheet}" / "sft.jsonl").open()]
         assert rows and all(f"gpt4: strong, dear, {price} per 1M" in row["messages"][0]["content"] for row in rows)
+        assert all(row["messages"][3]["content"].endswith(line) for row in rows)
         if sheet == "train-gpt4-x4":  # escalating never pays at 4x: the teacher accepts every reply
             assert all(m["content"] != "gpt4" for row in rows for m in row["messages"] if m["role"] == "assistant")
     # sft-priced.yaml trains on what the target writes with its defaults

@@ -15,6 +15,7 @@ from podium.data.selection import balance_tools
 from podium.data.store import DataError
 from podium.pool.config import PoolConfig
 from podium.solve.records import DataRow, Provenance, read_funnel
+from podium.train.sft import load_trajectories
 from tests.data_fixtures import scripted_worker, write_tasks
 from tests.eval_fixtures import record
 from tests.servers import FaultServer
@@ -144,6 +145,19 @@ def test_collect_from_eval_results_needs_no_teacher(tmp_path):
     assert funnel.outputs == {"sft.jsonl": 1, "failures.jsonl": 1}
     [row] = rows(tmp_path / "out" / "sft.jsonl")
     assert (row["item_id"], row["provenance"]["solver"], row["verifier"]) == ("gsm8k-0", "system", "math")
+    # keep_wrong: the wrong attempt is a label too (and still a failure); the format error still leaves
+    labels = CollectConfig(out=str(tmp_path / "labels"), from_eval=[str(tmp_path / "run")], keep_wrong=True)
+    funnel = asyncio.run(collect(labels, progress=False))
+    assert "verifier" not in {step.name for step in funnel.steps}
+    assert funnel.outputs == {"sft.jsonl": 2, "failures.jsonl": 1}
+    assert funnel.notes == ["keep_wrong: 1 wrong attempt(s) kept as labels"]
+    kept = {row["item_id"]: row for row in rows(tmp_path / "labels" / "sft.jsonl")}
+    assert sorted(kept) == ["gsm8k-0", "gsm8k-1"] and kept["gsm8k-1"]["correct"] is False
+    decisions = kept["gsm8k-1"]["decisions"]
+    assert decisions[0]["reason"] == "wrong, kept (keep_wrong)" and all(decision["kept"] for decision in decisions)
+    # podium train sft trains on what the stage kept, the wrong label included, and never on a failure
+    assert len(load_trajectories([str(tmp_path / "labels" / "sft.jsonl")])) == 2
+    assert load_trajectories([str(tmp_path / "labels" / "failures.jsonl")]) == []
 
 
 def test_a_resumed_collection_reruns_only_what_the_cap_or_a_torn_line_left(tmp_path, tasks):

@@ -155,6 +155,26 @@ def test_escalation_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(t
     assert question_only.messages[3].content == "w replied." and question_only.answer.endswith("#### 4")
 
 
+def test_prices_at_decision_name_each_worker_not_asked_yet_after_a_reply(tmp_path) -> None:
+    pool = cat_pool(tmp_path, tools=["check_arithmetic"])
+    run = RunConfig(policy="escalate", verify="check_arithmetic", prices_at_decision=True)
+    trajectory = asyncio.run(
+        Executor(pool, run, orchestrator=ScriptedBackend(["w", "s", "accept"])).run("How many legs has a cat?")
+    )
+    after_w, after_s = trajectory.messages[3].content, trajectory.messages[5].content
+    assert after_w.startswith("w replied:\nIt has 1 + 2 = 4 legs.\n#### 4\ncheck_arithmetic: 1 of 1")
+    assert after_w.endswith("\nNot asked yet: s at $1/$1 per 1M in/out tokens.")  # last, beside the decision
+    assert "Not asked yet" not in after_s  # every worker has answered: accept is all that is left
+    plain = asyncio.run(
+        Executor(
+            pool, run.model_copy(update={"prices_at_decision": False}), orchestrator=ScriptedBackend(["w", "s"])
+        ).run("How many legs has a cat?")
+    )
+    assert plain.messages[3].content == after_w.rsplit("\n", 1)[0]  # off (the default), the line is all it leaves out
+    with pytest.raises(ConfigError, match="prices_at_decision applies to the escalate policy, not to 'serial'"):
+        Executor(pool, RunConfig(policy="serial", prices_at_decision=True))
+
+
 def test_cascade_features_read_the_weak_reply() -> None:
     from podium.evaluate.routing.routers import reply_features
     from podium.pool.builtin.arithmetic import evaluate as arithmetic

@@ -56,7 +56,7 @@ def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as
 
 @app.command("collect")
 @config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "samples", "temperature", "per_question",
-                                "max_tool_share", "prefer_recovered", "constraints", *RUN))  # fmt: skip
+                                "max_tool_share", "keep_wrong", "prefer_recovered", "constraints", *RUN))  # fmt: skip
 def collect_command(
     config: ConfigFile = None, as_json: JsonOption = False, quiet: Quiet = False, *, flags: Flags
 ) -> None:

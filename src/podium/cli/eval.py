@@ -142,16 +142,17 @@ def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
     return get_benchmark(name) if name is not None else tasks_benchmark(tasks)  # type: ignore[arg-type]
 
 
-LATER_FIELDS = ("grading", "instructions", "escalate_above")
-"""Fields system configs gained after runs were recorded: left out of the manifest while unset, so those runs
-resume."""
+LATER_FIELDS = ("grading", "instructions", "escalate_above", "prices_at_decision")
+"""Fields system configs gained after runs were recorded: left out of the manifest while at their defaults, so
+those runs resume."""
 
 
 def _system_dump(config: EvalSystemConfig, prices: PriceCatalog | None) -> dict[str, Any]:
     """What the run manifest records of the system (a resume with other settings is refused). Unset
     :data:`LATER_FIELDS` are left out, so runs recorded before them resume; ``--prices`` is part of it, so a
     resume under another sheet never mixes two price sheets in one run."""
-    unset = {name for name in LATER_FIELDS if getattr(config, name, None) is None}
+    fields = type(config).model_fields
+    unset = {name for name in LATER_FIELDS if name in fields and getattr(config, name) == fields[name].default}
     dump = config.model_dump(mode="json", exclude=unset)
     if prices is not None:
         dump["prices"] = prices.model_dump(mode="json")

@@ -1,9 +1,9 @@
 """``podium data collect``: ParaManager SFT data (SPEC §6.4). A teacher orchestrator attempts each question n
 times in Podium's runtime; attempts are graded with Podium's verifiers; infrastructure failures (a worker's 5xx,
-the teacher's backend down) and unrepaired format errors are dropped, wrong answers go to ``failures.jsonl``; at most
-one correct trajectory per question is kept, recoveries from PARSE_ERR / EXEC_ERR / TIMEOUT first; finally no tool
-may take more than a set share of all calls. ``podium eval`` results can stand in for the teacher's attempts.
-
+the teacher's backend down) and unrepaired format errors are dropped, wrong answers go to ``failures.jsonl`` (and
+are kept too with ``keep_wrong``); at most one correct trajectory per question is kept, recoveries from PARSE_ERR /
+EXEC_ERR / TIMEOUT first; finally no tool may take more than a set share of all calls. ``podium eval`` results can
+stand in for the teacher's attempts.
 Outputs in ``--out``: ``sft.jsonl`` (data rows ``podium train sft`` reads), ``failures.jsonl`` (wrong attempts
 for ``podium data classify-failures``), ``funnel.json``; the work log ``work/attempts.jsonl`` makes reruns resume.
 """
@@ -53,6 +53,11 @@ class CollectConfig(ItemSource, StageSettings):
     prefer_cheap: bool = False
     """Then prefer the trajectory that spent least turn by turn (compared at its first turn, then the next…): it
     tries the cheap worker before the dear one and escalates only when that fails."""
+    keep_wrong: bool = False
+    """Keep attempts whose answer is wrong as well (they still go to ``failures.jsonl``): for a teacher whose every
+    decision is a label, such as a priced decision that accepts a cheap reply likely to be wrong where escalating
+    would cost more than it gains; keeping only its right answers would leave out exactly those decisions.
+    Infrastructure failures and format errors are dropped all the same."""
     max_tool_share: PositiveFloat = Field(0.5, le=1.0)
     """No tool may take more than this share of all calls in the kept set (1 disables the cap)."""
     constraints: str | None = None
@@ -110,22 +115,26 @@ def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) ->
     """The kept SFT rows and the wrong attempts, every filter counted in ``funnel``."""
     usable = funnel.apply("infrastructure", "trajectories", rows, lambda row: infrastructure_failure(row.trajectory))
     formatted = funnel.apply("format errors", "trajectories", usable, lambda row: format_failure(row.trajectory))
-    correct = funnel.apply("verifier", "trajectories", formatted, _wrong)
+    graded = formatted if config.keep_wrong else funnel.apply("verifier", "trajectories", formatted, _wrong)
+    if config.keep_wrong:
+        funnel.note(f"keep_wrong: {sum(not row.correct for row in formatted)} wrong attempt(s) kept as labels")
     well_formed = {row.id for row in formatted}
-    failures = [
-        _decide(row, "verifier" if row.id in well_formed else "format errors", False,
+    failures = [  # copies: with keep_wrong the same attempt is also kept, with its own decisions
+        _decide(row.model_copy(deep=True), "verifier" if row.id in well_formed else "format errors", False,
                 format_failure(row.trajectory) or _wrong(row) or "")
         for row in usable
         if not row.correct
     ]  # fmt: skip
     candidates: dict[str, list[DataRow]] = defaultdict(list)
-    for row in correct:
-        candidates[row.item_id].append(_decide(row, "verifier", True))
+    for row in graded:
+        candidates[row.item_id].append(
+            _decide(row, "verifier", True, "" if row.correct else "wrong, kept (keep_wrong)")
+        )
     chosen, spare = per_question(candidates, config.per_question, config.prefer_recovered, config.prefer_cheap)
     funnel.count(
         f"at most {config.per_question} per question",
         "trajectories",
-        len(correct),
+        len(graded),
         {"another trajectory of the question kept": sum(len(rows) for rows in spare.values())},
     )
     balance = balance_tools(chosen, spare, config.max_tool_share)

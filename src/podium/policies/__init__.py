@@ -31,12 +31,13 @@ def build_policy(
     verify: str | None = None,
     reply_chars: int | None = None,
     escalate_above: float | None = None,
+    prices_at_decision: bool = False,
 ) -> Policy:
     """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
     (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
-    remove; ``verify`` (the tool that checks each reply), ``reply_chars`` (how much of a reply is shown) and
-    ``escalate_above`` (the threshold that decides after a reply) are the escalation policy's and an error for the
-    others."""
+    remove; ``verify`` (the tool that checks each reply), ``reply_chars`` (how much of a reply is shown),
+    ``escalate_above`` (the threshold that decides after a reply) and ``prices_at_decision`` (prices named after
+    each reply) are the escalation policy's and an error for the others."""
     policies: dict[str, type[Policy]] = {
         "serial": SerialPolicy,
         "parallel": ParallelPolicy,
@@ -45,11 +46,19 @@ def build_policy(
     }
     if name not in policies:
         raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
-    for option, value in (("verify", verify), ("reply_chars", reply_chars), ("escalate_above", escalate_above)):
+    escalation_options = {
+        "verify": verify,
+        "reply_chars": reply_chars,
+        "escalate_above": escalate_above,
+        "prices_at_decision": prices_at_decision or None,
+    }
+    for option, value in escalation_options.items():
         if value is not None and name != "escalate":
             raise ValueError(f"{option} applies to the escalate policy, not to '{name}'")
     if name == "escalate":
-        return EscalationPolicy(verify=verify, reply_chars=reply_chars, escalate_above=escalate_above)
+        return EscalationPolicy(
+            verify=verify, reply_chars=reply_chars, escalate_above=escalate_above, prices_at_decision=prices_at_decision
+        )
     if name == "dag":
         return DagPolicy(lazy=lazy)
     if not lazy:

@@ -116,8 +116,11 @@ class Policy(ABC):
         """The actions in ``text``, given the actions of earlier turns; raises only :class:`ActionParseError`."""
 
     @abstractmethod
-    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
-        """The message the orchestrator reads after its calls ran (``remaining`` describes the budget left)."""
+    def observation(
+        self, results: Sequence[ToolResult], remaining: str, view: PoolView, previous: Sequence[Action]
+    ) -> str:
+        """The message the orchestrator reads after its calls ran (``remaining`` describes the budget left;
+        ``previous`` holds every action so far, the one whose ``results`` these are included)."""
 
     @abstractmethod
     def rejection(self, reason: str, remaining: str) -> str:

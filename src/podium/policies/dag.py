@@ -156,7 +156,9 @@ class DagPolicy(Policy):
         routes = [e for e in elements if e.name == "route"]
         return _plan(plans[0], routes, earlier, view, self.max_calls_per_round)
 
-    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+    def observation(
+        self, results: Sequence[ToolResult], remaining: str, view: PoolView, previous: Sequence[Action]
+    ) -> str:
         blocks = []
         for result in results:
             body = escape_protocol_tags(result.observation or result.reason or "")

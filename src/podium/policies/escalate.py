@@ -9,8 +9,9 @@ original question through the ``standard_reasoner`` role, so the question reache
 worker has answered, ``accept``, which makes the last reply the episode's answer (the caller extracts the answer
 its verifier needs from it). The observation is the worker's whole reply and, with a ``verify`` tool, that tool's
 report on the reply (``check_arithmetic`` recomputes its arithmetic): what a cheap model's reply shows about its
-own errors is the signal for escalating. Every output is one of a finite set of words (:meth:`choices`), so a
-backend decodes it exactly and tells each word's probability.
+own errors is the signal for escalating. With ``prices_at_decision`` the observation ends with the price of each
+worker not asked yet, next to the decision it bears on. Every output is one of a finite set of words
+(:meth:`choices`), so a backend decodes it exactly and tells each word's probability.
 """
 
 from collections.abc import Mapping, Sequence
@@ -39,7 +40,11 @@ class EscalationPolicy(Policy):
     max_calls_per_round = 1
 
     def __init__(
-        self, verify: str | None = None, reply_chars: int | None = None, escalate_above: float | None = None
+        self,
+        verify: str | None = None,
+        reply_chars: int | None = None,
+        escalate_above: float | None = None,
+        prices_at_decision: bool = False,
     ) -> None:
         self.verify = verify
         """A pool tool called with each successful reply as its ``text`` argument; its report joins the
@@ -50,6 +55,9 @@ class EscalationPolicy(Policy):
         self.escalate_above = escalate_above
         """After a reply, escalate exactly where the probability of not accepting exceeds this (None: the most
         probable word decides)."""
+        self.prices_at_decision = prices_at_decision
+        """After a reply, also name the price of each worker not asked yet, so that the price sits right before
+        the decision it bears on and not only in the system prompt (False: the reply and the report alone)."""
 
     def system_prompt(self, view: PoolView) -> str:
         return ESCALATION_PROMPT.format(table=worker_table(view.table, view.workers))
@@ -68,7 +76,9 @@ class EscalationPolicy(Policy):
             return Answer(ACCEPT)
         return Calls([ToolCall(name=ROLE, arguments={"model": word}, id=f"ask_{len(previous)}")])
 
-    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+    def observation(
+        self, results: Sequence[ToolResult], remaining: str, view: PoolView, previous: Sequence[Action]
+    ) -> str:
         lines = []
         for result in results:
             if result.call.name != ROLE:
@@ -89,6 +99,10 @@ class EscalationPolicy(Policy):
                 lines.append(f"{worker} replied:\n{shown}")
             else:
                 lines.append(f"{worker} failed ({result.status.value}): {(result.reason or '').strip()}")
+        unasked = worker_rows(view.table, self.choices(view, previous)) if self.prices_at_decision else {}
+        if unasked:
+            prices = "; ".join(f"{worker} at {price}" for worker, (_, price) in unasked.items())
+            lines.append(f"Not asked yet: {prices}.")
         return "\n".join(lines)
 
     def decide(self, generated: str, probabilities: Mapping[str, float] | None) -> str:
@@ -135,9 +149,14 @@ def last_reply(history: Sequence[Turn]) -> str:
 
 def worker_table(table: str, workers: Sequence[str]) -> str:
     """The pool table's rows for ``workers`` only, without the primitives column (fewer prompt tokens)."""
-    rows = []
+    return "\n".join(f"- {worker}: {about}, {price}" for worker, (about, price) in worker_rows(table, workers).items())
+
+
+def worker_rows(table: str, workers: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each of ``workers``' description and price, read from its row of the pool table, in the table's order."""
+    rows = {}
     for line in table.splitlines():
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         if cells and cells[0] in workers:
-            rows.append(f"- {cells[0]}: {cells[2]}, {cells[3]}")
-    return "\n".join(rows)
+            rows[cells[0]] = (cells[2], cells[3])
+    return rows

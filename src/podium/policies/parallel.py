@@ -80,7 +80,9 @@ class ParallelPolicy(Policy):
             )
         return Calls(calls, invalid)
 
-    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+    def observation(
+        self, results: Sequence[ToolResult], remaining: str, view: PoolView, previous: Sequence[Action]
+    ) -> str:
         return f"{render_results(results)}\n{remaining}"
 
     def rejection(self, reason: str, remaining: str) -> str:

@@ -49,7 +49,9 @@ class SerialPolicy(Policy):
             return Calls(calls, invalid)
         return Answer(final_answer(text))
 
-    def observation(self, results: Sequence[ToolResult], remaining: str) -> str:
+    def observation(
+        self, results: Sequence[ToolResult], remaining: str, view: PoolView, previous: Sequence[Action]
+    ) -> str:
         return render_results(results)
 
     def rejection(self, reason: str, remaining: str) -> str:

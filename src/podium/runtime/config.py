@@ -30,6 +30,11 @@ class RunConfig(Config):
     first) exactly where its probability of not accepting exceeds this, and accept elsewhere, instead of taking its
     most probable word; the operating point a price sheet picks (``podium routing threshold`` computes it). Needs
     an orchestrator whose backend scores its choices (a local model). Default: the most probable word."""
+    prices_at_decision: bool = False
+    """``escalate`` only: after each worker reply, the observation also names the price of every worker not asked
+    yet (``Not asked yet: gpt4 at $10/$30 per 1M in/out tokens.``), so the price sits right before the decision it
+    bears on rather than only in the system prompt, hundreds of tokens earlier. Off by default: it changes the
+    prompt, and an orchestrator trained without it reads another one."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None

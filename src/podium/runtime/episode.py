@@ -234,7 +234,7 @@ class Episode:
                 return StopReason.ENV_DONE
             self._say("user", reply)
             return None
-        self._say("user", self.policy.observation(turn.results, self.ledger.remaining_text()))
+        self._say("user", self.policy.observation(turn.results, self.ledger.remaining_text(), self.view, self.actions))
         return None
 
     def _sampling(self) -> dict[str, Any]:

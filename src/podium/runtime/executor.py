@@ -42,6 +42,7 @@ class Executor:
                 verify=self.config.verify,
                 reply_chars=self.config.reply_chars,
                 escalate_above=self.config.escalate_above,
+                prices_at_decision=self.config.prices_at_decision,
             )
         except ValueError as error:
             raise ConfigError(str(error)) from error

@@ -158,6 +158,8 @@ class TrajectoryLine(Record):
     """The verifier's outcome for graded rows (results, data rows); ``None`` for a bare trajectory."""
     error: str | None = None
     """A graded row's system failure, if any."""
+    kept_wrong: bool = False
+    """A data row whose stage kept it as a label though its answer is wrong (``podium data collect --keep-wrong``)."""
 
 
 def read_trajectory_lines(path: str | Path) -> Iterator[TrajectoryLine]:
@@ -177,7 +179,8 @@ def _trajectory_line(value: dict[str, Any]) -> TrajectoryLine:
         graded = GradedTrajectory.model_validate(value)
         return TrajectoryLine(trajectory=graded.trajectory, correct=graded.verdict.correct, error=graded.error)
     row = DataRow.model_validate(value)
-    return TrajectoryLine(trajectory=row.trajectory, correct=row.correct)
+    kept = not row.correct and any(decision.filter == "verifier" and decision.kept for decision in row.decisions)
+    return TrajectoryLine(trajectory=row.trajectory, correct=row.correct, kept_wrong=kept)
 
 
 class FunnelStep(Record):

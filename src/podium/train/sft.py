@@ -31,7 +31,8 @@ class TrainResult:
 def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
     """Every trajectory of the JSONL files, with errors naming the file. A line may be a bare trajectory, a graded
     trajectory (``podium eval`` results) or a data row (``podium data collect`` / ``curriculum`` output); a graded
-    line trains only when its verdict was correct and its system did not fail."""
+    line trains only when its verdict was correct and its system did not fail, or when its stage kept it though
+    wrong (``--keep-wrong``)."""
     trajectories: list[Trajectory] = []
     for path in paths:
         if not Path(path).is_file():
@@ -40,7 +41,8 @@ def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
             lines = list(read_trajectory_lines(path))
         except RecordError as error:
             raise TrainingDataError(f"{path} holds a line that is not a trajectory: {error}") from error
-        trajectories.extend(line.trajectory for line in lines if line.correct is not False and line.error is None)
+        trainable = [line for line in lines if (line.correct is not False or line.kept_wrong) and line.error is None]
+        trajectories.extend(line.trajectory for line in trainable)
     return trajectories
 
 
