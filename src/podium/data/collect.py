@@ -4,6 +4,7 @@ the teacher's backend down) and unrepaired format errors are dropped, wrong answ
 are kept too with ``keep_wrong``); at most one correct trajectory per question is kept, recoveries from PARSE_ERR /
 EXEC_ERR / TIMEOUT first; finally no tool may take more than a set share of all calls. ``podium eval`` results can
 stand in for the teacher's attempts.
+
 Outputs in ``--out``: ``sft.jsonl`` (data rows ``podium train sft`` reads), ``failures.jsonl`` (wrong attempts
 for ``podium data classify-failures``), ``funnel.json``; the work log ``work/attempts.jsonl`` makes reruns resume.
 """
@@ -115,9 +116,11 @@ def select(rows: list[DataRow], config: CollectConfig, funnel: FunnelBuilder) ->
     """The kept SFT rows and the wrong attempts, every filter counted in ``funnel``."""
     usable = funnel.apply("infrastructure", "trajectories", rows, lambda row: infrastructure_failure(row.trajectory))
     formatted = funnel.apply("format errors", "trajectories", usable, lambda row: format_failure(row.trajectory))
-    graded = formatted if config.keep_wrong else funnel.apply("verifier", "trajectories", formatted, _wrong)
     if config.keep_wrong:
+        graded = formatted
         funnel.note(f"keep_wrong: {sum(not row.correct for row in formatted)} wrong attempt(s) kept as labels")
+    else:
+        graded = funnel.apply("verifier", "trajectories", formatted, _wrong)
     well_formed = {row.id for row in formatted}
     failures = [  # copies: with keep_wrong the same attempt is also kept, with its own decisions
         _decide(row.model_copy(deep=True), "verifier" if row.id in well_formed else "format errors", False,
