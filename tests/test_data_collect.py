@@ -15,6 +15,7 @@ from podium.data.selection import balance_tools
 from podium.data.store import DataError
 from podium.pool.config import PoolConfig
 from podium.solve.records import DataRow, Provenance, read_funnel
+from podium.train.samples import TrainingDataError
 from podium.train.sft import load_trajectories
 from tests.data_fixtures import scripted_worker, write_tasks
 from tests.eval_fixtures import record
@@ -157,7 +158,8 @@ def test_collect_from_eval_results_needs_no_teacher(tmp_path):
     assert decisions[0]["reason"] == "wrong, kept (keep_wrong)" and all(decision["kept"] for decision in decisions)
     # podium train sft trains on what the stage kept, the wrong label included, and never on a failure
     assert len(load_trajectories([str(tmp_path / "labels" / "sft.jsonl")])) == 2
-    assert load_trajectories([str(tmp_path / "labels" / "failures.jsonl")]) == []
+    with pytest.raises(TrainingDataError, match=r"failures\.jsonl: 1 wrong and 0 failed of 1 lines left out"):
+        load_trajectories([str(tmp_path / "labels" / "failures.jsonl")])
 
 
 def test_a_resumed_collection_reruns_only_what_the_cap_or_a_torn_line_left(tmp_path, tasks):

@@ -89,9 +89,9 @@ def test_a_work_log_sets_a_torn_last_line_aside_and_a_manifest_refuses_other_set
         check_stage(tmp_path, "curriculum", {"samples": 8})
 
 
-def test_train_sft_reads_eval_results_and_collect_rows(tmp_path):
+def test_train_sft_reads_eval_results_and_collect_rows(tmp_path, caplog):
     pytest.importorskip("trl")
-    from podium.train.samples import ChatFormat
+    from podium.train.samples import ChatFormat, TrainingDataError
     from podium.train.sft import load_trajectories, sft_rows
     from tests.test_train_support import arithmetic_trajectory, tiny_tokenizer
 
@@ -109,6 +109,18 @@ def test_train_sft_reads_eval_results_and_collect_rows(tmp_path):
     trajectories = load_trajectories([str(results), str(rows)])
     assert [t.question for t in trajectories] == ["What is 12 * 34?", "What is 6 * 7?"]  # wrong and failed left out
     assert len(sft_rows(trajectories, ChatFormat(tiny_tokenizer()), max_length=4096)) == 2
+    # What is left out is said, per file; a set with nothing left is an error, not an empty run.
+    assert [entry.getMessage().split(" (")[0] for entry in caplog.records] == [
+        f"{results}: 1 wrong and 1 failed of 3 lines left out"
+    ]
+    only_wrong = tmp_path / "wrong.jsonl"
+    only_wrong.write_text(wrong.model_dump_json() + "\n")
+    with pytest.raises(TrainingDataError, match=r"no trajectory to train on: .*wrong\.jsonl: 1 wrong and 0 failed"):
+        load_trajectories([str(only_wrong)])
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(TrainingDataError, match=r"empty\.jsonl: no lines"):
+        load_trajectories([str(empty)])
 
 
 def test_backends_decode_without_upper_size_bounds_and_replies_are_checked_against_the_whole_schema():

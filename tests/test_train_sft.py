@@ -22,7 +22,7 @@ def trajectories_file(tmp_path):
     return path
 
 
-def test_rows_carry_the_policy_mask_as_labels() -> None:
+def test_rows_carry_the_policy_mask_as_labels(caplog) -> None:
     tokenizer = tiny_tokenizer()
     chat = ChatFormat(tokenizer)
     trajectory = arithmetic_trajectory(12, 34)
@@ -33,6 +33,8 @@ def test_rows_carry_the_policy_mask_as_labels() -> None:
     assert sft_rows([unanswered], chat, max_length=10_000, answered_only=True) == []
     # A cut that leaves no generated token drops the sample; a cut inside keeps the start.
     assert sft_rows([trajectory], chat, max_length=sample.prompt_length) == []
+    [warning] = [entry.getMessage() for entry in caplog.records]
+    assert warning == f"left out 1 sample(s): max_length {sample.prompt_length} cuts every token they train on"
     [cut] = sft_rows([trajectory], chat, max_length=sample.prompt_length + 3)
     assert cut["input_ids"] == sample.input_ids[: sample.prompt_length + 3]
 
@@ -85,3 +87,21 @@ def test_unreadable_trajectories_are_named(tmp_path) -> None:
     bad.write_text('{"not": "a trajectory"}\n')
     with pytest.raises(TrainingDataError, match=r"bad\.jsonl"):
         load_trajectories([str(bad)])
+
+
+def test_podium_train_sft_exits_2_when_every_line_is_left_out(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from podium.cli.train import app
+    from tests.eval_fixtures import record
+
+    wrong = record("i1", correct=False)
+    wrong.trajectory = arithmetic_trajectory(2, 3, answer=7)
+    results = tmp_path / "results.jsonl"
+    results.write_text(wrong.model_dump_json() + "\n")
+    config = tmp_path / "sft.yaml"
+    config.write_text(f"trajectories: [{results}]\noutput_dir: {tmp_path / 'out'}\n")
+    result = CliRunner().invoke(app, ["sft", "--config", str(config)])
+    assert result.exit_code == 2
+    assert "no trajectory to train on" in result.output and "1 wrong and 0 failed of 1 lines left out" in result.output
+    assert not (tmp_path / "out").exists()

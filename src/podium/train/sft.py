@@ -1,7 +1,8 @@
 """``podium train sft``: supervised fine-tuning on trajectories with TRL's SFTTrainer, the loss restricted to the
 tokens the orchestrator generated (the labels are -100 everywhere else)."""
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from podium.solve.records import read_trajectory_lines
 from podium.train.config import LoraConfig, SFTConfig
 from podium.train.model import load_model, resolve_device, trainer_arguments
 from podium.train.samples import ChatFormat, TrainingDataError, trajectory_samples
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -28,12 +31,14 @@ class TrainResult:
     """The trainer's log history (loss, learning rate… per logging step)."""
 
 
-def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
+def load_trajectories(paths: Sequence[str]) -> list[Trajectory]:
     """Every trajectory of the JSONL files, with errors naming the file. A line may be a bare trajectory, a graded
     trajectory (``podium eval`` results) or a data row (``podium data collect`` / ``curriculum`` output); a graded
     line trains only when its verdict was correct and its system did not fail, or when its stage kept it though
-    wrong (``--keep-wrong``)."""
+    wrong (``--keep-wrong``). The lines left out are counted in a warning per file, and a set with nothing left to
+    train on is an error naming the files."""
     trajectories: list[Trajectory] = []
+    left_out: list[str] = []
     for path in paths:
         if not Path(path).is_file():
             raise ConfigError(f"cannot read trajectories {path}: no such file")
@@ -41,8 +46,17 @@ def load_trajectories(paths: Iterable[str]) -> list[Trajectory]:
             lines = list(read_trajectory_lines(path))
         except RecordError as error:
             raise TrainingDataError(f"{path} holds a line that is not a trajectory: {error}") from error
-        trainable = [line for line in lines if (line.correct is not False or line.kept_wrong) and line.error is None]
-        trajectories.extend(line.trajectory for line in trainable)
+        failed = sum(line.error is not None for line in lines)
+        wrong = sum(line.error is None and line.correct is False and not line.kept_wrong for line in lines)
+        if wrong or failed:
+            left_out.append(f"{path}: {wrong} wrong and {failed} failed of {len(lines)} lines left out")
+            log.warning("%s", f"{left_out[-1]} (a graded line trains when correct, or when kept by --keep-wrong)")
+        trajectories.extend(
+            line.trajectory for line in lines if (line.correct is not False or line.kept_wrong) and line.error is None
+        )
+    if not trajectories:
+        detail = "; ".join(left_out) or f"{', '.join(paths) or 'no file'}: no lines"
+        raise TrainingDataError(f"no trajectory to train on: {detail}")
     return trajectories
 
 
@@ -57,6 +71,7 @@ def sft_rows(
     """Pre-tokenized rows (``input_ids``, ``labels``) for TRL; a sample cut to ``max_length`` keeps its start and is
     dropped when nothing generated survives the cut; with ``decisions`` only decision tokens are labelled."""
     rows = []
+    cut_out = 0
     for trajectory in trajectories:
         if answered_only and trajectory.answer is None:
             continue
@@ -64,6 +79,10 @@ def sft_rows(
             labels = sample.labels[:max_length]
             if any(label != -100 for label in labels):
                 rows.append({"input_ids": sample.input_ids[:max_length], "labels": labels})
+            elif any(label != -100 for label in sample.labels):
+                cut_out += 1
+    if cut_out:
+        log.warning("%s", f"left out {cut_out} sample(s): max_length {max_length} cuts every token they train on")
     return rows
 
 
@@ -72,11 +91,12 @@ def sft_trainer(config: SFTConfig, *, model: Any = None, tokenizer: Any = None) 
     trl = require_extra("train", "trl")
     datasets = require_extra("train", "datasets")
     datasets.disable_progress_bars()
+    trajectories = load_trajectories(config.trajectories)  # before the model: bad data fails fast
     device = resolve_device(config.device)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model, device)
     rows = sft_rows(
-        load_trajectories(config.trajectories),
+        trajectories,
         ChatFormat(tokenizer),
         max_length=config.max_length,
         answered_only=config.answered_only,
