@@ -46,14 +46,15 @@ def load_trajectories(paths: Sequence[str]) -> list[Trajectory]:
             lines = list(read_trajectory_lines(path))
         except RecordError as error:
             raise TrainingDataError(f"{path} holds a line that is not a trajectory: {error}") from error
+        trainable = [
+            line.trajectory for line in lines if line.error is None and (line.correct is not False or line.kept_wrong)
+        ]
         failed = sum(line.error is not None for line in lines)
-        wrong = sum(line.error is None and line.correct is False and not line.kept_wrong for line in lines)
+        wrong = len(lines) - len(trainable) - failed
         if wrong or failed:
             left_out.append(f"{path}: {wrong} wrong and {failed} failed of {len(lines)} lines left out")
             log.warning("%s", f"{left_out[-1]} (a graded line trains when correct, or when kept by --keep-wrong)")
-        trajectories.extend(
-            line.trajectory for line in lines if (line.correct is not False or line.kept_wrong) and line.error is None
-        )
+        trajectories.extend(trainable)
     if not trajectories:
         detail = "; ".join(left_out) or f"{', '.join(paths) or 'no file'}: no lines"
         raise TrainingDataError(f"no trajectory to train on: {detail}")
