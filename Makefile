@@ -80,9 +80,10 @@ CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2
 # 139), which calibrates its escalation probability for its priced row; claim-eval and the sweep read the same run.
 CLAIM_VALID_LIMIT ?=
 CLAIM_VALID_RUN = $(CLAIM_RUNS)/valid-grpo$(if $(CLAIM_VALID_LIMIT),-first$(CLAIM_VALID_LIMIT))
-CLAIM_CALIBRATE = $(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl && \
-	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 --system $(CLAIM)/system-grpo.yaml \
-	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT)) --out $(CLAIM_VALID_RUN)
+CLAIM_VALID_TASKS = $(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl
+CLAIM_VALID_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 \
+	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT))
+CLAIM_CALIBRATE = $(CLAIM_VALID_TASKS) && $(CLAIM_VALID_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_VALID_RUN)
 # The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
 # the routers, to which claim-eval adds the SFT adapter. The comparison also places the probability routers and the
 # calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
@@ -155,7 +156,7 @@ CLAIM_PRICED_SYSTEM ?= $(CLAIM)/system-teacher-priced.yaml
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
 	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
-	$(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl
+	$(CLAIM_VALID_TASKS)
 	mkdir -p $(CLAIM_PRICED_RUNS)
 	$(call SHEETS_IN_PAIRS,CLAIM_PRICED_SHEETS,$(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$sheet)
 
@@ -166,9 +167,8 @@ CLAIM_PRICED_VALID_RUN = $(CLAIM_PRICED_RUNS)/valid-$(CLAIM_PRICED_SHEET)
 claim-priced-teacher:
 	$(if $(CLAIM_PRICED_SHEET),,$(error CLAIM_PRICED_SHEET names no price sheet: give one name of \
 	  experiments/claim/prices/*.yaml))
-	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 --quiet \
-	  $(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT)) --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml \
-	  --system $(CLAIM_PRICED_SYSTEM) --out $(CLAIM_PRICED_VALID_RUN)
+	$(CLAIM_VALID_EVAL) --quiet --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
+	  --out $(CLAIM_PRICED_VALID_RUN)
 	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
 	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json
