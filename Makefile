@@ -178,14 +178,20 @@ claim-priced-teacher:
 	$(BIN)/podium data collect --from-eval $(CLAIM_PRICED_TEACHER_RUN) --max-tool-share 1.0 --quiet \
 	  --out $(CLAIM_PRICED_RUNS)/collect-$(CLAIM_PRICED_SHEET)
 
-# An unseen pool member: the GRPO adapter over pool-unseen.yaml (the claim's pool and SmolLM2-135M-Instruct, free,
-# recorded once on the first 100 test questions: the recording is committed and the record step resumes it, asking
-# nothing) beside the same adapter over the claim's pool, on the first CLAIM_UNSEEN_LIMIT (at most 100) test
-# questions, side by side; the comparison's last line is one JSON object.
+# Unseen pool members: the GRPO adapter over each pool of CLAIM_UNSEEN (system-grpo-NAME.yaml): pool-unseen.yaml
+# (the claim's pool and SmolLM2-135M-Instruct, free, recorded once on the first 100 test questions: the recording is
+# committed and the record step resumes it, asking nothing), pool-batch.yaml (GPT-4's replies under another name at
+# half its price) and pool-batch-dear.yaml (the same at twice its price), beside the same adapter over the claim's
+# pool, on the first CLAIM_UNSEEN_LIMIT (at most 100) test questions, side by side; the comparison's last line is
+# one JSON object.
+CLAIM_UNSEEN ?= unseen batch batch-dear
+CLAIM_UNSEEN_GIVEN = $(if $(strip $(CLAIM_UNSEEN)),,$(error CLAIM_UNSEEN names no pool: give NAMEs of \
+	experiments/claim/system-grpo-NAME.yaml))
 CLAIM_UNSEEN_LIMIT ?= 100
 CLAIM_RECORDED := 100
 CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
 claim-unseen: $(VENV)/.installed
+	$(CLAIM_UNSEEN_GIVEN)
 	$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le $(CLAIM_RECORDED) ] || echo over),$(error \
 	  CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): the unseen member is recorded on the first $(CLAIM_RECORDED) test \
 	  questions only))
@@ -194,9 +200,13 @@ claim-unseen: $(VENV)/.installed
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
 claim-unseen-eval:
-	$(CLAIM_EVAL) --quiet --system $(CLAIM)/system-grpo-unseen.yaml --out $(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG) & \
-	  unseen=$$!; $(CLAIM_EVAL_GRPO); grpo=$$?; wait $$unseen && test $$grpo -eq 0
-	$(CLAIM_ROUTERS) --orchestrator orchestrator_grpo_unseen=$(CLAIM_RUNS)/eval-grpo-unseen$(CLAIM_TAG)
+	$(CLAIM_UNSEEN_GIVEN)
+	pids=; for name in $(CLAIM_UNSEEN); do \
+	  $(CLAIM_EVAL) --quiet --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_RUNS)/eval-grpo-$$name$(CLAIM_TAG) & \
+	  pids="$$pids $$!"; done; \
+	  $(CLAIM_EVAL_GRPO); grpo=$$?; for pid in $$pids; do wait $$pid || exit 1; done; test $$grpo -eq 0
+	$(CLAIM_ROUTERS) $(foreach name,$(CLAIM_UNSEEN),\
+	  --orchestrator orchestrator_grpo_$(subst -,_,$(name))=$(CLAIM_RUNS)/eval-grpo-$(name)$(CLAIM_TAG))
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
 # reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on

@@ -100,19 +100,25 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
 
 
 @pytest.mark.slow
-def test_claim_unseen_evaluates_the_grpo_adapter_with_a_member_it_never_saw(tmp_path) -> None:
+def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_path) -> None:
     recording = ROOT / "experiments" / "claim" / "recordings" / "smollm2-135m-test.csv"
     before = recording.read_bytes()
     result = make_claim("claim-unseen", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN_LIMIT=3", "CLAIM_TRAIN=40")
     assert recording.read_bytes() == before  # the committed recording holds every question: nothing asked again
-    assert result["n_test"] == 3 and {"orchestrator_grpo", "orchestrator_grpo_unseen"} <= set(result["accuracy"])
-    manifest = json.loads((tmp_path / "eval-grpo-unseen-first3" / "manifest.json").read_text())
-    assert manifest["system_config"]["pool"].endswith("pool-unseen.yaml")
-    records = [json.loads(line) for line in (tmp_path / "eval-grpo-unseen-first3" / "results.jsonl").open()]
-    offered = {
-        word for record in records for turn in record["trajectory"]["turns"] for word in turn["choice_probs"] or {}
-    }
-    assert {"mixtral", "gpt4", "smollm2"} <= offered  # the third worker is one of its choices
+    assert result["n_test"] == 3
+    for name, pool, stranger in [
+        ("unseen", "pool-unseen.yaml", "smollm2"),
+        ("batch", "pool-batch.yaml", "gpt4_batch"),
+        ("batch-dear", "pool-batch-dear.yaml", "gpt4_batch"),
+    ]:
+        assert {"orchestrator_grpo", f"orchestrator_grpo_{name.replace('-', '_')}"} <= set(result["accuracy"])
+        manifest = json.loads((tmp_path / f"eval-grpo-{name}-first3" / "manifest.json").read_text())
+        assert manifest["system_config"]["pool"].endswith(pool)
+        records = [json.loads(line) for line in (tmp_path / f"eval-grpo-{name}-first3" / "results.jsonl").open()]
+        offered = {
+            word for record in records for turn in record["trajectory"]["turns"] for word in turn["choice_probs"] or {}
+        }
+        assert {"mixtral", "gpt4", stranger} <= offered  # the third worker is one of its choices
     over = make("claim-unseen", f"CLAIM_RUNS={tmp_path / 'over'}", "CLAIM_UNSEEN_LIMIT=101")
     assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
 
@@ -123,11 +129,13 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_a_member_it_never_saw(tmp_
         ("claim-sweep", "CLAIM_SWEEP"),
         ("claim-priced-data", "CLAIM_PRICED_SHEETS"),
         ("claim-priced-teacher", "CLAIM_PRICED_SHEET"),
+        ("claim-unseen", "CLAIM_UNSEEN"),
+        ("claim-unseen-eval", "CLAIM_UNSEEN"),
     ],
 )
-def test_a_target_without_sheets_is_an_error(tmp_path, target, variable) -> None:
+def test_a_target_without_sheets_or_pools_is_an_error(tmp_path, target, variable) -> None:
     done = make(target, f"CLAIM_RUNS={tmp_path}", f"{variable}=")
-    assert done.returncode != 0 and f"{variable} names no price sheet" in done.stderr
+    assert done.returncode != 0 and re.search(f"{variable} names no (price sheet|pool)", done.stderr)
     assert list(tmp_path.iterdir()) == []  # nothing ran
 
 
