@@ -182,21 +182,22 @@ claim-priced-teacher:
 # (the claim's pool and SmolLM2-135M-Instruct, free, recorded once on the first 100 test questions: the recording is
 # committed and the record step resumes it, asking nothing), pool-batch.yaml (GPT-4's replies under another name at
 # half its price) and pool-batch-dear.yaml (the same at twice its price), beside the same adapter over the claim's
-# pool, on the first CLAIM_UNSEEN_LIMIT (at most 100) test questions, side by side; the comparison's last line is
-# one JSON object.
+# pool, on the first CLAIM_UNSEEN_LIMIT (at most 100 with unseen, whose recording has no more) test questions, side
+# by side; the comparison's last line is one JSON object.
 CLAIM_UNSEEN ?= unseen batch batch-dear
 CLAIM_UNSEEN_GIVEN = $(if $(strip $(CLAIM_UNSEEN)),,$(error CLAIM_UNSEEN names no pool: give NAMEs of \
 	experiments/claim/system-grpo-NAME.yaml))
 CLAIM_UNSEEN_LIMIT ?= 100
 CLAIM_RECORDED := 100
 CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
+CLAIM_SMOLLM2 = $(filter unseen,$(CLAIM_UNSEEN))
 claim-unseen: $(VENV)/.installed
 	$(CLAIM_UNSEEN_GIVEN)
-	$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le $(CLAIM_RECORDED) ] || echo over),$(error \
+	$(if $(CLAIM_SMOLLM2),$(if $(shell [ $(CLAIM_UNSEEN_LIMIT) -le $(CLAIM_RECORDED) ] || echo over),$(error \
 	  CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): the unseen member is recorded on the first $(CLAIM_RECORDED) test \
-	  questions only))
+	  questions only; leave unseen out of CLAIM_UNSEEN for more)))
 	$(CLAIM_TEST_TASKS)
-	$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING)
+	$(if $(CLAIM_SMOLLM2),$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING))
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
 claim-unseen-eval:

@@ -121,6 +121,9 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_p
         assert {"mixtral", "gpt4", stranger} <= offered  # the third worker is one of its choices
     over = make("claim-unseen", f"CLAIM_RUNS={tmp_path / 'over'}", "CLAIM_UNSEEN_LIMIT=101")
     assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
+    batch = make("claim-unseen", "-n", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN=batch", "CLAIM_UNSEEN_LIMIT=101")
+    assert batch.returncode == 0 and "system-grpo-$name.yaml" in batch.stdout and "--limit 101" in batch.stdout
+    assert "routing record" not in batch.stdout  # the recorded member is not asked for: no recording to resume
 
 
 @pytest.mark.parametrize(
