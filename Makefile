@@ -205,7 +205,8 @@ claim-unseen-eval:
 	pids=; for name in $(CLAIM_UNSEEN); do \
 	  $(CLAIM_EVAL) --quiet --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_RUNS)/eval-grpo-$$name$(CLAIM_TAG) & \
 	  pids="$$pids $$!"; done; \
-	  $(CLAIM_EVAL_GRPO); grpo=$$?; for pid in $$pids; do wait $$pid || exit 1; done; test $$grpo -eq 0
+	  $(CLAIM_EVAL_GRPO); grpo=$$?; failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
+	  test $$grpo -eq 0 && test $$failed -eq 0
 	$(CLAIM_ROUTERS) $(foreach name,$(CLAIM_UNSEEN),\
 	  --orchestrator orchestrator_grpo_$(subst -,_,$(name))=$(CLAIM_RUNS)/eval-grpo-$(name)$(CLAIM_TAG))
 
