@@ -49,7 +49,7 @@ def test_pgr_apgr_and_cpt_match_hand_computed_values() -> None:
 
 def item(index: int, weak: bool, strong: bool) -> RoutingItem:
     question = BenchmarkItem(id=str(index), question=f"q{index}", gold="1", verifier="math")
-    outcomes = {WEAK: Outcome(weak, 0.001, ""), STRONG: Outcome(strong, 0.01, "")}
+    outcomes = {WEAK: Outcome(weak, 0.001, "", (1000, 0)), STRONG: Outcome(strong, 0.01, "", (1000, 0))}
     return RoutingItem(question, "test", outcomes)
 
 

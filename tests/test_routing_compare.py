@@ -3,23 +3,34 @@ and the comparison table of `podium routing compare`."""
 
 import pytest
 
+from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.evaluate.routing.compare import compare
 from podium.evaluate.routing.data import STRONG, WEAK
 from podium.evaluate.routing.metrics import Point, apgr
-from podium.evaluate.routing.orchestrators import Episode, OrchestratorRun
+from podium.evaluate.routing.orchestrators import Episode, OrchestratorRun, Worker, replay_worker, replay_workers
 from podium.evaluate.routing.routers import operating_point, oracle_flags, sweep
 from tests.test_routers import ITEMS  # weak/strong right: (T, T), (F, T), (F, F), (T, F); USD 0.001 / 0.01
 
+WORKERS = {
+    WEAK: Worker("mixtral", WEAK, ModelPrice(input_per_mtok=1, output_per_mtok=0)),
+    STRONG: Worker("gpt4", STRONG, ModelPrice(input_per_mtok=10, output_per_mtok=0)),
+}
+"""Replay workers at the prices of ITEMS: 1,000 question tokens each, $0.001 and $0.01."""
+
 
 def run_with(
-    scores: list[float | None], escalated: list[bool], first: str = WEAK, items: list = ITEMS
+    scores: list[float | None],
+    escalated: list[bool],
+    first: str = WEAK,
+    items: list = ITEMS,
+    escalate_to: Worker = WORKERS[STRONG],
 ) -> OrchestratorRun:
     episodes = []
     for item, score, up in zip(items, scores, escalated, strict=True):
-        asked = [first, STRONG] if up and first == WEAK else [first]
-        final = asked[-1]
-        usd = sum(item.outcomes[m].usd for m in asked)
-        episodes.append(Episode(item, asked, score, STRONG, item.outcomes[final].correct, usd))
+        asked = [WORKERS[first], escalate_to] if up and first == WEAK else [WORKERS[first]]
+        usd = sum(worker.usd(item.outcomes[worker.model]) for worker in asked)
+        correct = item.outcomes[asked[-1].model].correct
+        episodes.append(Episode(item, asked, score, escalate_to, correct, usd))
     return OrchestratorRun("orchestrator", episodes)
 
 
@@ -60,3 +71,44 @@ def test_the_table_compares_orchestrators_with_routers_at_the_orchestrators_shar
     assert table["calls_per_question"]["orchestrator"] == 1.25 and table["calls_per_question"]["random"] == 1.0
     assert set(table) == {"apgr", "accuracy", "usd_per_question", "cpt50", "cpt80", "strong_share",
                           "calls_per_question", "n_test"}  # fmt: skip
+
+
+def test_the_curve_prices_an_escalation_at_the_chosen_workers_own_price() -> None:
+    batch = Worker("gpt4_batch", STRONG, ModelPrice(input_per_mtok=5, output_per_mtok=0))  # GPT-4 at half price
+    scores = [0.1, 0.9, 0.5, 0.2]
+    at_list, at_half = run_with(scores, [False] * 4), run_with(scores, [False] * 4, escalate_to=batch)
+    assert len(at_list.curve()) == len(at_half.curve()) == 5
+    for listed, half in zip(at_list.curve(), at_half.curve(), strict=True):
+        assert (half.strong_share, half.accuracy) == (listed.strong_share, listed.accuracy)
+        assert half.usd_per_question == pytest.approx(listed.usd_per_question - listed.strong_share * 0.005)
+    assert at_half.curve()[-1].usd_per_question == pytest.approx(0.001 + 0.005)  # every question escalated
+
+
+def test_replay_workers_are_priced_as_the_run_priced_them(tmp_path) -> None:
+    recording = str(tmp_path / "responses.csv")  # not read: pricing needs only the config
+    pool = {
+        "workers": [
+            {"name": "mixtral", "backend": "replay", "model": WEAK, "path": recording},
+            {"name": "gpt4", "backend": "replay", "model": STRONG, "path": recording},
+            {"name": "gpt4_batch", "backend": "replay", "model": STRONG, "path": recording,
+             "price": {"input_per_mtok": 5, "output_per_mtok": 15}},
+            {"name": "judge", "backend": "scripted", "model": "judge", "replies": ["accept"]},
+        ]
+    }  # fmt: skip
+    workers = replay_workers(pool, tmp_path)
+    assert set(workers) == {"mixtral", "gpt4", "gpt4_batch"} and workers["gpt4_batch"].model == STRONG
+    listed = PriceCatalog.default().model_price(STRONG)
+    assert (workers["gpt4"].price.input_per_mtok, workers["gpt4"].price.output_per_mtok) == (
+        listed.input_per_mtok,
+        listed.output_per_mtok,
+    )
+    assert (workers["gpt4_batch"].price.input_per_mtok, workers["gpt4_batch"].price.output_per_mtok) == (5, 15)
+    sheet = PriceCatalog(models={STRONG: ModelPrice(input_per_mtok=1, output_per_mtok=2)})
+    repriced = replay_workers(pool, tmp_path, sheet)  # a sheet given to the run beats the inline price
+    assert {repriced[name].price.output_per_mtok for name in ("gpt4", "gpt4_batch")} == {2}
+    assert repriced["mixtral"].price == workers["mixtral"].price
+
+
+def test_a_run_that_names_no_replay_worker_of_its_pool_is_refused() -> None:
+    with pytest.raises(ValueError, match="item 7: the orchestrator names 'gpt5', which is no replay worker"):
+        replay_worker({worker.name: worker for worker in WORKERS.values()}, "gpt5", "7")

@@ -15,11 +15,11 @@ from tests.test_routing_compare import run_with
 
 def priced(items: list, strong_usd: float) -> list:
     """``items`` with the strong model's USD per question set to ``strong_usd``."""
+    strong = {entry.item.id: Outcome(entry.outcomes[STRONG].correct, strong_usd, "", (1000, 0)) for entry in items}
     return [
-        type(entry)(entry.item, entry.split, {WEAK: entry.outcomes[WEAK],
-                                              STRONG: Outcome(entry.outcomes[STRONG].correct, strong_usd, "")})
+        type(entry)(entry.item, entry.split, {WEAK: entry.outcomes[WEAK], STRONG: strong[entry.item.id]})
         for entry in items
-    ]  # fmt: skip
+    ]
 
 
 def test_the_breakeven_probability_matches_the_hand_computed_one() -> None:

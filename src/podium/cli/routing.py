@@ -16,6 +16,7 @@ from podium.evaluate.routing.data import Benchmark, RoutingItem, in_split, load_
 from podium.evaluate.routing.record import record
 
 if TYPE_CHECKING:
+    from podium.costs.prices import PriceCatalog
     from podium.evaluate.routing.compare import Comparison
     from podium.evaluate.routing.orchestrators import OrchestratorRun
 
@@ -163,7 +164,7 @@ def compare_command(
         if calibration and breakeven is None:
             raise ConfigError("--calibration calibrates an orchestrator for --reward-from, which is not given")
         named = named_runs("--orchestrator", orchestrator)
-        runs = [read_orchestrator(name, run_dir, test) for name, run_dir in named.items()]
+        runs = [read_orchestrator(name, run_dir, test, price_sheet(prices)) for name, run_dir in named.items()]
         scored = set.intersection(*({e.item.item.id for e in run.episodes} for run in runs)) if runs else None
         test = [item for item in test if scored is None or item.item.id in scored]
         runs = [type(run)(run.name, [e for e in run.episodes if e.item in test]) for run in runs]
@@ -254,10 +255,14 @@ def write_thresholded_system(system: Path, out: Path, threshold: float, prices: 
 
 def priced_items(benchmark: str, prices: Path | None) -> list[RoutingItem]:
     """The benchmark's recorded questions, their outcomes priced by the sheet ``prices`` over Podium's."""
+    return load_routing(benchmark=_benchmark(benchmark), prices=price_sheet(prices))
+
+
+def price_sheet(prices: Path | None) -> "PriceCatalog | None":
+    """The price sheet in the file ``prices`` (None: none given)."""
     from podium.costs.prices import PriceCatalog
 
-    sheet = PriceCatalog.from_file(prices) if prices is not None else None
-    return load_routing(benchmark=_benchmark(benchmark), prices=sheet)
+    return PriceCatalog.from_file(prices) if prices is not None else None
 
 
 def named_runs(option: str, entries: list[str] | None) -> dict[str, str]:

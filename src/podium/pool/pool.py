@@ -238,9 +238,7 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
     price, then ``prices``, a sheet given explicitly, whose entries beat them all; descriptions: the pool's
     descriptions file where fresh; attachments bound read-only into its sandbox)."""
     config = with_descriptions(_with_attachments(config))
-    catalog = PriceCatalog.for_run(config.prices)
-    if prices is not None:
-        catalog = catalog.merged(prices)
+    catalog = pool_catalog(config, prices)
     backends = {worker.name: build_backend(worker.spec(), catalog, prices) for worker in config.workers}
     labels = (
         blind_labels(config, config.blind.seed)
@@ -249,6 +247,18 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
     )
     mcp = McpClients.connect(config.mcp_servers)
     return Pool(config, mcp.priced(catalog), Sandbox(config.sandbox), backends, labels, mcp)
+
+
+def pool_catalog(config: PoolConfig, prices: PriceCatalog | None = None) -> PriceCatalog:
+    """The price sheet a pool built from ``config`` runs under: Podium's, the pool's file, then ``prices``."""
+    catalog = PriceCatalog.for_run(config.prices)
+    return catalog.merged(prices) if prices is not None else catalog
+
+
+def worker_prices(config: PoolConfig, prices: PriceCatalog | None = None) -> dict[str, ModelPrice]:
+    """Worker name → the price :func:`build_pool` gives its backend under ``prices``, without building one."""
+    catalog = pool_catalog(config, prices)
+    return {worker.name: backend_price(worker.spec(), catalog, prices) for worker in config.workers}
 
 
 def _with_attachments(config: PoolConfig) -> PoolConfig:

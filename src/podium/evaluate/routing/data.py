@@ -73,8 +73,11 @@ class Outcome:
 
     correct: bool
     usd: float
+    """What the recorded model charges for it at the sheet's price."""
     response: str | None
     """The recorded reply (None where only the outcome is recorded)."""
+    tokens: tuple[int, int]
+    """(question tokens, reply tokens), to price it at another worker's price."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,9 @@ def load_routing(
         for model in models:
             record = records[item.id, model]
             correct, tokens_in, tokens_out = graded_by.outcome(item, model, record.question, record.response)
-            outcomes[model] = Outcome(correct, price[model].cost(tokens_in, tokens_out), record.response)
+            outcomes[model] = Outcome(
+                correct, price[model].cost(tokens_in, tokens_out), record.response, (tokens_in, tokens_out)
+            )
         items.append(RoutingItem(item, split_of(item.question), outcomes))
     graded_by.save()
     return items
@@ -170,10 +175,8 @@ def _load_mmlu(directory: Path, price: dict[str, ModelPrice]) -> list[RoutingIte
             verifier="recorded",
             metadata={"subject": subject},
         )
-        outcomes = {
-            m: Outcome(r.correct, price[m].cost(tokens_in, OUTCOME_ONLY_OUTPUT_TOKENS), None)
-            for m, r in records.items()
-        }
+        tokens = (tokens_in, OUTCOME_ONLY_OUTPUT_TOKENS)
+        outcomes = {m: Outcome(r.correct, price[m].cost(*tokens), None, tokens) for m, r in records.items()}
         items.append(RoutingItem(item, split_of(subject), outcomes))
     return items
 
