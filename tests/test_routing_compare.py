@@ -1,14 +1,26 @@
 """An evaluated route-policy orchestrator read as a router (its greedy point and its thresholded escalation curve),
 and the comparison table of `podium routing compare`."""
 
+from types import SimpleNamespace
+
 import pytest
 
+from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.trajectory import Trajectory, Turn
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.evaluate.routing.compare import compare
 from podium.evaluate.routing.data import STRONG, WEAK
 from podium.evaluate.routing.metrics import Point, apgr
-from podium.evaluate.routing.orchestrators import Episode, OrchestratorRun, Worker, replay_worker, replay_workers
+from podium.evaluate.routing.orchestrators import (
+    Episode,
+    OrchestratorRun,
+    Worker,
+    episode,
+    replay_worker,
+    replay_workers,
+)
 from podium.evaluate.routing.routers import operating_point, oracle_flags, sweep
+from podium.policies.escalate import ACCEPT, ROLE
 from tests.test_routers import ITEMS  # weak/strong right: (T, T), (F, T), (F, F), (T, F); USD 0.001 / 0.01
 
 WORKERS = {
@@ -112,3 +124,19 @@ def test_replay_workers_are_priced_as_the_run_priced_them(tmp_path) -> None:
 def test_a_run_that_names_no_replay_worker_of_its_pool_is_refused() -> None:
     with pytest.raises(ValueError, match="item 7: the orchestrator names 'gpt5', which is no replay worker"):
         replay_worker({worker.name: worker for worker in WORKERS.values()}, "gpt5", "7")
+
+
+def test_a_blind_pools_labels_are_read_back_through_each_episodes_mapping() -> None:
+    labels = {"mixtral": "Worker3", "gpt4": "Worker1", "gpt4_batch": "Worker2"}  # this episode's pseudonyms
+    asked = ToolResult(call=ToolCall(name=ROLE, arguments={"model": "Worker3"}, id="ask_0"), status=Status.OK)
+    turns = [
+        Turn(index=0, output="Worker3", results=[asked]),
+        Turn(index=1, output="accept", choice_probs={"Worker1": 0.1, "Worker2": 0.3, ACCEPT: 0.6}),
+    ]
+    trajectory = Trajectory(question="q0", turns=turns, metadata={"labels": labels})
+    record = SimpleNamespace(item_id="0", trajectory=trajectory, verdict=SimpleNamespace(correct=True))
+    batch = Worker("gpt4_batch", STRONG, ModelPrice(input_per_mtok=5, output_per_mtok=0))
+    workers = {worker.name: worker for worker in (*WORKERS.values(), batch)}
+    read = episode(record, ITEMS[0], workers)
+    assert read.asked == [WORKERS[WEAK]] and read.escalate_to == batch
+    assert read.escalation == pytest.approx(0.4)

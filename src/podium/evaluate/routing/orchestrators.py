@@ -8,7 +8,8 @@ reaches it, to the worker it ranks first) gives one operating point per threshol
 from the recording of the worker it would then have accepted (every alternative's outcome is recorded, so no
 episode is re-run) and priced at that worker's price as the run's pool priced it: a worker's inline price counts, so
 a worker that replays GPT-4 at another price is drawn at its own. Questions on which it called the dear model first
-count as strong calls at every threshold.
+count as strong calls at every threshold. Under a blind pool the words are each episode's labels, read back through
+the mapping the episode recorded.
 """
 
 from collections.abc import Sequence
@@ -145,8 +146,10 @@ def replay_workers(pool: object, run_dir: Path, prices: PriceCatalog | None = No
 
 
 def episode(record: EvalRecord, item: RoutingItem, workers: dict[str, Worker]) -> Episode:
-    """One result as an :class:`Episode`."""
+    """One result as an :class:`Episode`; a blind pool's labels are read back through the episode's mapping."""
     trajectory = record.trajectory
+    blind = {label: name for name, label in (trajectory.metadata.get("labels") or {}).items()}
+    workers = workers | {label: workers[name] for label, name in blind.items() if name in workers}
     labels = [str(result.call.arguments.get("model")) for result in trajectory.results
               if result.call.name == ROLE and isinstance(result.call.arguments, dict)]  # fmt: skip
     asked = [replay_worker(workers, label, record.item_id) for label in labels]
