@@ -158,13 +158,14 @@ def compare_command(
     from podium.retrieval.embedding import CachedEmbeddings
 
     try:
-        items = priced_items(benchmark, prices)
+        sheet = price_sheet(prices)
+        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
         train, test = in_split(items, "train")[:train_limit], in_split(items, _split(split))[:limit]
         breakeven = priced_breakeven(reward_from, train) if reward_from is not None else None
         if calibration and breakeven is None:
             raise ConfigError("--calibration calibrates an orchestrator for --reward-from, which is not given")
         named = named_runs("--orchestrator", orchestrator)
-        runs = [read_orchestrator(name, run_dir, test, price_sheet(prices)) for name, run_dir in named.items()]
+        runs = [read_orchestrator(name, run_dir, test, sheet) for name, run_dir in named.items()]
         scored = set.intersection(*({e.item.item.id for e in run.episodes} for run in runs)) if runs else None
         test = [item for item in test if scored is None or item.item.id in scored]
         runs = [type(run)(run.name, [e for e in run.episodes if e.item in test]) for run in runs]
