@@ -200,6 +200,13 @@ claim-unseen: $(VENV)/.installed
 	$(if $(CLAIM_SMOLLM2),$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING))
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
+# The pools of CLAIM_UNSEEN_PRICED (their workers recorded on the train split: the GPT-4 strangers) also run deciding
+# at each worker's break-even under grpo.yaml's reward: `podium routing threshold --system` gives one threshold per
+# worker to escalate to, each priced at its own price, on the model's escalation probability calibrated by the
+# adapter's run over the validation questions with that pool; in the comparison as orchestrator_grpo_NAME_threshold.
+CLAIM_UNSEEN_PRICED ?= $(filter batch batch-dear,$(CLAIM_UNSEEN))
+CLAIM_UNSEEN_VALID = $(CLAIM_RUNS)/valid-grpo-$$name$(if $(CLAIM_VALID_LIMIT),-first$(CLAIM_VALID_LIMIT))
+CLAIM_UNSEEN_THRESHOLD = $(CLAIM_RUNS)/eval-grpo-$$name-threshold$(CLAIM_TAG)
 claim-unseen-eval:
 	$(CLAIM_UNSEEN_GIVEN)
 	pids=; for name in $(CLAIM_UNSEEN); do \
@@ -207,8 +214,19 @@ claim-unseen-eval:
 	  pids="$$pids $$!"; done; \
 	  $(CLAIM_EVAL_GRPO); grpo=$$?; failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
 	  test $$grpo -eq 0 && test $$failed -eq 0
+	$(if $(strip $(CLAIM_UNSEEN_PRICED)),$(CLAIM_VALID_TASKS))
+	@# the first pool's runs show the progress
+	pids=; quiet=; for name in $(CLAIM_UNSEEN_PRICED); do { \
+	  $(CLAIM_VALID_EVAL) $$quiet --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_VALID) && \
+	  $(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_UNSEEN_VALID) \
+	    $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
+	    --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_THRESHOLD).yaml > $(CLAIM_UNSEEN_THRESHOLD).json && \
+	  $(CLAIM_EVAL) $$quiet --system $(CLAIM_UNSEEN_THRESHOLD).yaml --out $(CLAIM_UNSEEN_THRESHOLD); } & \
+	  pids="$$pids $$!"; quiet=--quiet; done; failed=0; for pid in $$pids; do wait $$pid || failed=1; done; test $$failed -eq 0
 	$(CLAIM_ROUTERS) $(foreach name,$(CLAIM_UNSEEN),\
-	  --orchestrator orchestrator_grpo_$(subst -,_,$(name))=$(CLAIM_RUNS)/eval-grpo-$(name)$(CLAIM_TAG))
+	  --orchestrator orchestrator_grpo_$(subst -,_,$(name))=$(CLAIM_RUNS)/eval-grpo-$(name)$(CLAIM_TAG)) \
+	  $(foreach name,$(CLAIM_UNSEEN_PRICED),--orchestrator \
+	  orchestrator_grpo_$(subst -,_,$(name))_threshold=$(CLAIM_RUNS)/eval-grpo-$(name)-threshold$(CLAIM_TAG))
 
 # The MMLU variant: RouteLLM's MMLU recording keeps only whether each model was right, so the orchestrator reads no
 # reply and routes from the question alone. CLAIM_MMLU_TRAIN train questions → data collect → train sft → eval on

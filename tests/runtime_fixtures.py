@@ -81,8 +81,11 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def replay_pool(recording: str | Path, tools: Sequence[str] = ()) -> Pool:
-    """Workers ``w`` (weak) and ``s`` (strong) replaying ``recording``, through the standard_reasoner role."""
+def replay_pool(
+    recording: str | Path, tools: Sequence[str] = (), names: Sequence[str] = ("w", "s"), blind: bool = False
+) -> Pool:
+    """Workers ``w`` (weak) and ``s`` (strong), or those ``names``, replaying the columns of that name in
+    ``recording``, through the standard_reasoner role; ``blind``: under blind labels."""
     workers = [
         WorkerConfig(
             name=name,
@@ -91,7 +94,13 @@ def replay_pool(recording: str | Path, tools: Sequence[str] = ()) -> Pool:
             path=str(recording),
             price={"input_per_mtok": 1, "output_per_mtok": 1},
         )
-        for name in ("w", "s")
+        for name in names
     ]
-    config = PoolConfig(workers=workers, tools=list(tools), roles=["standard_reasoner"], workers_as_tools=False)
+    config = PoolConfig(
+        workers=workers,
+        tools=list(tools),
+        roles=["standard_reasoner"],
+        workers_as_tools=False,
+        blind={"enabled": blind},
+    )
     return build_pool(config)

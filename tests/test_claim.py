@@ -103,7 +103,9 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
 def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_path) -> None:
     recording = ROOT / "experiments" / "claim" / "recordings" / "smollm2-135m-test.csv"
     before = recording.read_bytes()
-    result = make_claim("claim-unseen", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN_LIMIT=3", "CLAIM_TRAIN=40")
+    result = make_claim(
+        "claim-unseen", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN_LIMIT=3", "CLAIM_TRAIN=40", "CLAIM_VALID_LIMIT=10"
+    )
     assert recording.read_bytes() == before  # the committed recording holds every question: nothing asked again
     assert result["n_test"] == 3
     for name, pool, stranger in [
@@ -119,6 +121,14 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_p
             word for record in records for turn in record["trajectory"]["turns"] for word in turn["choice_probs"] or {}
         }
         assert {"mixtral", "gpt4", stranger} <= offered  # the third worker is one of its choices
+    for name, cheaper in [("batch", "gpt4_batch"), ("batch-dear", "gpt4")]:  # decided at each worker's break-even
+        assert f"orchestrator_grpo_{name.replace('-', '_')}_threshold" in result["accuracy"]
+        system = yaml.safe_load((tmp_path / f"eval-grpo-{name}-threshold-first3.yaml").read_text())
+        assert list(system["escalate_above"]) == [cheaper]  # only the cheaper copy of GPT-4 ever pays
+        _, runs = load_run(tmp_path / f"eval-grpo-{name}-threshold-first3")
+        asked = [[result.call.arguments["model"] for result in run.trajectory.results
+                  if result.call.name == "standard_reasoner"] for run in runs]  # fmt: skip
+        assert len(asked) == 3 and all(workers[1:] in ([], [cheaper]) for workers in asked), asked
     over = make("claim-unseen", f"CLAIM_RUNS={tmp_path / 'over'}", "CLAIM_UNSEEN_LIMIT=101")
     assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
     batch = make("claim-unseen", "-n", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN=batch", "CLAIM_UNSEEN_LIMIT=101")

@@ -14,11 +14,12 @@ from podium.backends.base import ChatBackend, Completion, GenerationRequest
 from podium.backends.scripted import ScriptedBackend
 from podium.cli import app
 from podium.errors import ConfigError
-from podium.evaluate.routing.data import in_split, load_routing
+from podium.evaluate.routing.data import STRONG, WEAK, Outcome, in_split, load_routing, recording_path
 from podium.evaluate.routing.priced import Calibration, CostPenalty, breakeven, score_threshold
 from podium.runtime import Executor, RunConfig
 from podium.solve.config import SystemConfig
 from podium.solve.system import System
+from tests.runtime_fixtures import replay_pool
 from tests.test_routers import cat_pool
 
 QUESTION = "How many legs has a cat?"
@@ -61,6 +62,41 @@ def test_the_threshold_decides_after_a_reply_and_the_first_word_stays_the_most_p
     assert play(tmp_path, leaning_to_accept, None) == (["w", "accept"], WEAK_REPLY)
     assert play(tmp_path, leaning_to_accept, 0.2) == (["w", "s", "accept"], STRONG_REPLY)
     assert play(tmp_path, leaning_to_accept, 1.0) == (["w", "accept"], WEAK_REPLY)  # never escalates
+
+
+def three_pool(tmp_path, blind: bool = False) -> object:
+    """The cat pool with a third worker ``b``, right like ``s`` in other words."""
+    recording = tmp_path / "r3.csv"
+    recording.write_text(
+        f'prompt,w,w_response,s,s_response,b,b_response\n"{QUESTION}",False,"{WEAK_REPLY}",True,"{STRONG_REPLY}",True,'
+        '"Four legs."\n'
+    )
+    return replay_pool(recording, names=("w", "s", "b"), blind=blind)
+
+
+def test_a_threshold_per_worker_sends_the_first_escalation_to_the_highest_it_passes_then_accepts(tmp_path) -> None:
+    pool = three_pool(tmp_path)
+    weights = {"w": 0.9, "s": 0.5, "b": 0.1, "accept": 0.4}  # w first; after its reply P(escalate) = 0.6, s first
+
+    def words(escalate_above: object) -> tuple[list[str], str | None]:
+        run = RunConfig(policy="escalate", constrained="always", max_tokens=16, escalate_above=escalate_above)
+        trajectory = asyncio.run(Executor(pool, run, orchestrator=Scored(weights)).run(QUESTION))
+        return [turn.output for turn in trajectory.turns], trajectory.answer
+
+    assert words(0.5) == (["w", "s", "accept"], STRONG_REPLY)  # one threshold: the model's first-ranked worker
+    assert words({"b": 0.3, "s": 0.7}) == (["w", "b", "accept"], "Four legs.")  # 0.6 passes b's only
+    assert words({"b": 0.3, "s": 0.5}) == (["w", "s", "accept"], STRONG_REPLY)  # the highest passed
+    assert words({"b": 0.7, "s": 0.65}) == (["w", "accept"], WEAK_REPLY)  # none passed
+    assert words({"w": 0.1}) == (["w", "accept"], WEAK_REPLY)  # its worker has answered already
+    # after b's reply P(escalate) = 1 − 0.4 / 0.9 still passes s's 0.2, but a worker was valued as the last asked
+    assert words({"s": 0.2, "b": 0.5}) == (["w", "b", "accept"], "Four legs.")
+    with pytest.raises(ConfigError, match=r"\['x'\] are no workers of the pool"):
+        Executor(pool, RunConfig(policy="escalate", escalate_above={"x": 0.5}), orchestrator=Scored(weights))
+    with pytest.raises(ConfigError, match="a blind pool hides behind new labels"):
+        blind = RunConfig(policy="escalate", escalate_above={"b": 0.5})
+        Executor(three_pool(tmp_path, blind=True), blind, orchestrator=Scored(weights))
+    with pytest.raises(ValueError, match="less than or equal to 1"):
+        RunConfig(policy="escalate", escalate_above={"b": 1.5})
 
 
 def test_escalate_above_is_refused_where_it_cannot_decide(tmp_path) -> None:
@@ -123,6 +159,45 @@ def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path) 
     assert code == 0, output
     assert json.loads(output.strip().splitlines()[-1])["escalate_above"] > listed["escalate_above"]
     assert not math.isnan(listed["escalate_above"])
+
+
+def test_routing_threshold_prices_each_worker_of_a_pool_that_has_several_to_escalate_to(tmp_path) -> None:
+    reward = tmp_path / "grpo.yaml"
+    reward.write_text(
+        "tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty, cost_weight: 2.0, cost_usd_scale: 0.01}\n"
+    )
+    train = in_split(load_routing(), "train")
+    expected, thresholds = {}, {}
+    for factor in (0.5, 2.0):  # GPT-4's replies under a second name, at half and at twice its price
+        repriced = [
+            type(entry)(entry.item, entry.split, {**entry.outcomes, STRONG: scaled(entry.outcomes[STRONG], factor)})
+            for entry in train
+        ]
+        expected[factor] = breakeven(repriced, CostPenalty(2.0, 0.01))
+        pool = tmp_path / f"pool-{factor}.yaml"
+        pool.write_text(yaml.safe_dump({"workers": [
+            {"name": "mixtral", "backend": "replay", "model": WEAK, "path": str(recording_path())},
+            {"name": "gpt4", "backend": "replay", "model": STRONG, "path": str(recording_path())},
+            {"name": "gpt4_batch", "backend": "replay", "model": STRONG, "path": str(recording_path()),
+             "price": {"input_per_mtok": 10 * factor, "output_per_mtok": 30 * factor}},
+        ], "roles": ["standard_reasoner"], "workers_as_tools": False}), encoding="utf-8")  # fmt: skip
+        system = tmp_path / f"system-{factor}.yaml"
+        system.write_text(f"kind: orchestrator\npolicy: escalate\nmax_tokens: 16\npool: {pool}\n", encoding="utf-8")
+        out = tmp_path / f"threshold-{factor}.yaml"
+        code, output = routing_threshold("--reward-from", str(reward), "--system", str(system), "--out", str(out))
+        assert code == 0, output
+        listed = json.loads(output.strip().splitlines()[-1])
+        assert yaml.safe_load(out.read_text())["escalate_above"] == listed["escalate_above"]
+        thresholds[factor] = listed["escalate_above"]
+    at_list = breakeven(train, CostPenalty(2.0, 0.01))
+    assert expected[0.5] < at_list < expected[2.0]
+    # the cheaper copy of GPT-4 takes every escalation, at its own break-even probability
+    assert thresholds == {0.5: {"gpt4_batch": pytest.approx(expected[0.5])}, 2.0: {"gpt4": pytest.approx(at_list)}}
+
+
+def scaled(outcome: Outcome, factor: float) -> Outcome:
+    """``outcome`` at ``factor`` times its USD."""
+    return Outcome(outcome.correct, outcome.usd * factor, outcome.response, outcome.tokens)
 
 
 def test_routing_threshold_refuses_what_it_cannot_write(tmp_path) -> None:

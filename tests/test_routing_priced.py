@@ -5,9 +5,20 @@ import pytest
 from typer.testing import CliRunner
 
 from podium.cli import app
+from podium.costs.prices import ModelPrice
 from podium.evaluate.routing.compare import compare
 from podium.evaluate.routing.data import STRONG, WEAK, Outcome
-from podium.evaluate.routing.priced import CostPenalty, Priced, breakeven, calibrated, fit_calibration
+from podium.evaluate.routing.orchestrators import Worker
+from podium.evaluate.routing.priced import (
+    CostPenalty,
+    Line,
+    Priced,
+    breakeven,
+    calibrated,
+    escalation_edges,
+    fit_calibration,
+    worker_edges,
+)
 from podium.evaluate.routing.routers import Scores, priced_points, sweep
 from tests.test_routers import ITEMS, item  # weak/strong right: (T, T), (F, T), (F, F), (T, F); USD 0.001 / 0.01
 from tests.test_routing_compare import run_with
@@ -51,6 +62,35 @@ def test_a_breakeven_probability_needs_train_outcomes_of_both_kinds() -> None:
         breakeven([ITEMS[0], ITEMS[3]], CostPenalty(1.0, 0.05))
     with pytest.raises(ValueError, match="outweighs a correct answer"):
         breakeven(ITEMS, CostPenalty(1.0, 0.001))
+
+
+def test_escalation_edges_are_where_each_choice_becomes_the_best_hand_computed() -> None:
+    accept, cheap, strong = Line("accept", 1.0, -1.0), Line("a", 0.5, 0.3), Line("b", 0.2, 0.75)
+    never = Line("c", 0.1, 0.1)  # below a everywhere
+    # 1 − p = 0.5 + 0.3 p at p = 0.5 / 1.3; 0.5 + 0.3 p = 0.2 + 0.75 p at p = 0.3 / 0.45
+    edges = escalation_edges([accept, cheap, strong, never])
+    assert list(edges) == ["a", "b"] and edges == pytest.approx({"a": 0.5 / 1.3, "b": 0.3 / 0.45})
+    assert escalation_edges([accept, Line("d", 1.2, 0.0)]) == {"d": 0.0}  # pays more everywhere
+    assert escalation_edges([accept, Line("e", -0.1, 0.05)]) == {}  # costs more than it can recover
+
+
+def test_per_worker_edges_send_every_escalation_to_the_cheaper_copy_of_the_strong_model() -> None:
+    reward = CostPenalty(1.0, 0.05)
+    weak, strong = Worker("w", WEAK, price(1.0)), Worker("s", STRONG, price(10.0))  # $0.001, $0.01 a question
+    half, double = Worker("b", STRONG, price(5.0)), Worker("b", STRONG, price(20.0))
+    assert worker_edges(ITEMS, {"w": weak, "s": strong, "b": half}, reward) == pytest.approx(
+        {"b": breakeven(priced(ITEMS, 0.005), reward)}
+    )
+    assert worker_edges(ITEMS, {"w": weak, "s": strong, "b": double}, reward) == {"s": breakeven(ITEMS, reward)}
+    with pytest.raises(ValueError, match="one replay worker of the weak model"):
+        worker_edges(ITEMS, {"s": strong, "b": half}, reward)
+    stranger = Worker("x", "stranger", price(0.0))
+    with pytest.raises(ValueError, match="worker x replays stranger, whose outcome is not recorded on 4 of the 4"):
+        worker_edges(ITEMS, {"w": weak, "s": strong, "x": stranger}, reward)
+
+
+def price(input_per_mtok: float) -> ModelPrice:
+    return ModelPrice(input_per_mtok=input_per_mtok, output_per_mtok=0.0)
 
 
 def test_priced_rows_call_the_strong_model_above_the_breakeven_probability_on_each_curve() -> None:

@@ -12,13 +12,14 @@ from podium.cli.common import JsonOption, PoolOption, errors, fail, open_pool
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.routing.data import Benchmark, RoutingItem, in_split, load_routing
+from podium.evaluate.routing.data import WEAK, Benchmark, RoutingItem, in_split, load_routing
 from podium.evaluate.routing.record import record
 
 if TYPE_CHECKING:
     from podium.costs.prices import PriceCatalog
     from podium.evaluate.routing.compare import Comparison
-    from podium.evaluate.routing.orchestrators import OrchestratorRun
+    from podium.evaluate.routing.orchestrators import OrchestratorRun, Worker
+    from podium.evaluate.routing.priced import CostPenalty
 
 app = typer.Typer(
     help="Routing on recorded outcomes (GSM8K, MMLU): record a worker, write a split's tasks, compare with routers.",
@@ -151,9 +152,9 @@ def compare_command(
 ) -> None:
     """Routers and evaluated orchestrators on one split: APGR, CPT, accuracy, USD and strong-call share."""
     from podium.evaluate.report import write_routing_report
+    from podium.evaluate.routing import priced
     from podium.evaluate.routing.compare import compare
     from podium.evaluate.routing.orchestrators import read_orchestrator
-    from podium.evaluate.routing.priced import Priced
     from podium.evaluate.routing.routers import priced_points, router_curves, router_scores
     from podium.retrieval.embedding import CachedEmbeddings
 
@@ -161,7 +162,7 @@ def compare_command(
         sheet = price_sheet(prices)
         items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
         train, test = in_split(items, "train")[:train_limit], in_split(items, _split(split))[:limit]
-        breakeven = priced_breakeven(reward_from, train) if reward_from is not None else None
+        breakeven = None if reward_from is None else priced.breakeven(train, pricing_reward(reward_from))
         if calibration and breakeven is None:
             raise ConfigError("--calibration calibrates an orchestrator for --reward-from, which is not given")
         named = named_runs("--orchestrator", orchestrator)
@@ -174,8 +175,10 @@ def compare_command(
         embedder = CachedEmbeddings()
         vectors = embedder.encode([i.question for i in train]), embedder.encode([i.question for i in test])
         scores = router_scores(train, test, *vectors)
-        priced = None if breakeven is None else Priced(breakeven, priced_points(test, scores, breakeven), calibrated)
-        comparison = compare(router_curves(test, scores), runs, test, priced)
+        placed = (
+            None if breakeven is None else priced.Priced(breakeven, priced_points(test, scores, breakeven), calibrated)
+        )
+        comparison = compare(router_curves(test, scores), runs, test, placed)
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
     result = comparison.result()
@@ -210,7 +213,9 @@ def threshold_command(
     benchmark: BenchmarkOption = "gsm8k",
 ) -> None:
     """The escalate_above a price sheet picks: the orchestrator escalates where the probability that the weak reply
-    is wrong passes the break-even one under --reward-from's reward at these prices (priced on the train split)."""
+    is wrong passes the break-even one under --reward-from's reward at these prices (priced on the train split). A
+    --system whose pool has several replay workers to escalate to gets one threshold per worker, each priced at its
+    own price: the worker that pays most answers, where any pays."""
     from podium.evaluate.routing.orchestrators import read_orchestrator
     from podium.evaluate.routing.priced import fit_calibration, score_threshold
 
@@ -218,23 +223,35 @@ def threshold_command(
         raise fail(ConfigError("--system and --out go together: the system file to write again, and where"))
     try:
         items = priced_items(benchmark, prices)
-        breakeven = priced_breakeven(reward_from, in_split(items, "train")[:train_limit])
+        train = in_split(items, "train")[:train_limit]
+        breakeven = priced_breakeven(pricing_reward(reward_from), train, system, price_sheet(prices))
         fitted = None
         if calibration is not None:
             fitted = fit_calibration(read_orchestrator("orchestrator", str(calibration), in_split(items, "validation")))
-        threshold = score_threshold(breakeven, fitted)
+        threshold = (
+            score_threshold(breakeven, fitted)
+            if isinstance(breakeven, float)
+            else {worker: score_threshold(edge, fitted) for worker, edge in breakeven.items()}
+        )
         if system is not None and out is not None:
             write_thresholded_system(system, out, threshold, prices)
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
-    errors.print(f"break-even probability {breakeven:.4f}; escalate_above {threshold:.4f}", highlight=False)
+    errors.print(f"break-even probability {rounded(breakeven)}; escalate_above {rounded(threshold)}", highlight=False)
     calibrated = None if fitted is None else {"slope": fitted.slope, "bias": fitted.bias}
     print_json_line(
         {"breakeven": breakeven, "escalate_above": threshold, "calibration": calibrated, "system": out and str(out)}
     )
 
 
-def write_thresholded_system(system: Path, out: Path, threshold: float, prices: Path | None) -> None:
+def rounded(value: float | dict[str, float]) -> str:
+    """A probability, or one per worker, to four places."""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return ", ".join(f"{worker} {probability:.4f}" for worker, probability in value.items()) or "none pays"
+
+
+def write_thresholded_system(system: Path, out: Path, threshold: float | dict[str, float], prices: Path | None) -> None:
     """``system`` written to ``out`` with ``escalate_above: threshold``, checked as ``podium eval`` reads it."""
     import yaml
 
@@ -296,9 +313,9 @@ def calibrated_runs(
     }
 
 
-def priced_breakeven(config: Path, train: list[RoutingItem]) -> float:
-    """The break-even escalation probability under the cost_penalty reward of the GRPO config ``config``."""
-    from podium.evaluate.routing.priced import CostPenalty, breakeven
+def pricing_reward(config: Path) -> "CostPenalty":
+    """The cost_penalty reward of the GRPO config ``config``, which prices decisions."""
+    from podium.evaluate.routing.priced import CostPenalty
     from podium.train.config import GRPOConfig
 
     reward = GRPOConfig.from_file(config).reward
@@ -306,7 +323,35 @@ def priced_breakeven(config: Path, train: list[RoutingItem]) -> float:
         raise ConfigError(
             f"{config}: reward.design is '{reward.design}'; --reward-from prices decisions under cost_penalty only"
         )
-    return breakeven(train, CostPenalty(reward.cost_weight, reward.cost_usd_scale))
+    return CostPenalty(reward.cost_weight, reward.cost_usd_scale)
+
+
+def priced_breakeven(
+    reward: "CostPenalty", train: list[RoutingItem], system: Path | None, sheet: "PriceCatalog | None"
+) -> float | dict[str, float]:
+    """The break-even escalation probability under ``reward``, for the replay workers of ``system``'s pool at their
+    prices under ``sheet`` where it names one (per worker where there are several to escalate to), else for the
+    recorded weak and strong models."""
+    from podium.evaluate.routing.priced import breakeven, worker_edges
+
+    workers = system_replay_workers(system, sheet) if system is not None else {}
+    if not workers:
+        return breakeven(train, reward)
+    edges = worker_edges(train, workers, reward)
+    if len(workers) == 2:  # one worker to escalate to: one threshold, as without a pool
+        (target,) = (name for name, worker in workers.items() if worker.model != WEAK)
+        return edges.get(target, 1.0)
+    return edges
+
+
+def system_replay_workers(system: Path, sheet: "PriceCatalog | None") -> "dict[str, Worker]":
+    """The replay workers of the pool ``system`` names, priced under ``sheet`` (none: it names no pool)."""
+    from podium.config import read_structured_file
+    from podium.evaluate.routing.orchestrators import replay_workers
+
+    data = read_structured_file(system)
+    pool = data.get("pool") if isinstance(data, dict) else None
+    return replay_workers(pool, system, sheet) if pool is not None else {}
 
 
 def print_table(comparison: "Comparison") -> None:

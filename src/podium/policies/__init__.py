@@ -1,6 +1,7 @@
 """The three action spaces on one executor: serial (ToolOrchestra), parallel rounds (ParaManager) and DAG
 selective delegation (Uno-Orchestra)."""
 
+from collections.abc import Mapping
 from typing import Literal
 
 from podium.policies.base import (
@@ -30,7 +31,7 @@ def build_policy(
     lazy: bool = True,
     verify: str | None = None,
     reply_chars: int | None = None,
-    escalate_above: float | None = None,
+    escalate_above: float | Mapping[str, float] | None = None,
     prices_at_decision: bool = False,
 ) -> Policy:
     """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose

@@ -136,9 +136,10 @@ class Policy(ABC):
         set): a backend can pick among them exactly and tell their probabilities. ``None``: free text."""
         return None
 
-    def decide(self, generated: str, probabilities: Mapping[str, float] | None) -> str:
-        """The output the turn takes, given what the orchestrator generated and, for a choice among words, each
-        word's probability: what it generated, unless the policy decides by a rule of its own."""
+    def decide(self, generated: str, probabilities: Mapping[str, float] | None, previous: Sequence[Action] = ()) -> str:
+        """The output the turn takes, given what the orchestrator generated, for a choice among words each word's
+        probability, and the actions of earlier turns: what it generated, unless the policy decides by a rule of
+        its own."""
         return generated
 
     def turn_histories(self, view: PoolView) -> list[list[Action]]:

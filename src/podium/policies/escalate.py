@@ -43,7 +43,7 @@ class EscalationPolicy(Policy):
         self,
         verify: str | None = None,
         reply_chars: int | None = None,
-        escalate_above: float | None = None,
+        escalate_above: float | Mapping[str, float] | None = None,
         prices_at_decision: bool = False,
     ) -> None:
         self.verify = verify
@@ -53,8 +53,8 @@ class EscalationPolicy(Policy):
         """Characters of a reply shown (its end); None: all of it; 0: its length and the ``verify`` report, or
         without ``verify`` nothing: the orchestrator then decides from the question alone (routing)."""
         self.escalate_above = escalate_above
-        """After a reply, escalate exactly where the probability of not accepting exceeds this (None: the most
-        probable word decides)."""
+        """After a reply, escalate exactly where the probability of not accepting exceeds this; as worker → score,
+        to the worker with the highest score it exceeds (None: the most probable word decides)."""
         self.prices_at_decision = prices_at_decision
         """After a reply, also name the price of each worker not asked yet, so that the price sits right before
         the decision it bears on and not only in the system prompt (False: the reply and the report alone)."""
@@ -105,18 +105,25 @@ class EscalationPolicy(Policy):
             lines.append(f"Not asked yet: {prices}.")
         return "\n".join(lines)
 
-    def decide(self, generated: str, probabilities: Mapping[str, float] | None) -> str:
-        """With ``escalate_above``, the decision after a reply is the threshold's: the worker ranked first among
-        those not asked yet where 1 − P(accept) exceeds it, else ``accept`` (the escalation score that
-        :mod:`podium.evaluate.routing` thresholds). Other turns, and without it, keep the generated word."""
+    def decide(self, generated: str, probabilities: Mapping[str, float] | None, previous: Sequence[Action] = ()) -> str:
+        """With ``escalate_above``, the decision after a reply is the threshold's: where 1 − P(accept) (the
+        escalation score that :mod:`podium.evaluate.routing` thresholds) exceeds it, the worker ranked first among
+        those not asked yet, else ``accept``. With one score per worker (the break-even edges of several workers,
+        each valued as the last one asked), the decision after the first reply goes to the worker whose score is
+        the highest the escalation score exceeds, and every later one, or one whose worker has answered already,
+        is ``accept``. Other turns, and without it, keep the generated word."""
         if self.escalate_above is None:
             return generated
         if probabilities is None:
             raise BackendError("escalate_above: the orchestrator's backend gave no choice probabilities to threshold")
         if ACCEPT not in probabilities or len(probabilities) == 1:
             return generated
-        total = sum(probabilities.values())
-        if 1.0 - probabilities[ACCEPT] / total <= self.escalate_above:
+        score = 1.0 - probabilities[ACCEPT] / sum(probabilities.values())
+        if isinstance(self.escalate_above, Mapping):
+            passed = [(above, worker) for worker, above in self.escalate_above.items() if score > above]
+            chosen = max(passed)[1] if passed and sum(isinstance(action, Calls) for action in previous) == 1 else ACCEPT
+            return chosen if chosen in probabilities else ACCEPT
+        if score <= self.escalate_above:
             return ACCEPT
         return max((word for word in probabilities if word != ACCEPT), key=probabilities.__getitem__)
 

@@ -1,11 +1,13 @@
 """The run configuration: policy, budget, sampling, constrained decoding and tool lists of an episode."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
 from podium.policies import PolicyName
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class RunConfig(Config):
@@ -25,11 +27,15 @@ class RunConfig(Config):
     """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows its length
     and the ``verify`` tool's report on it, or without ``verify`` nothing (the orchestrator routes from the question
     alone); default: the whole reply."""
-    escalate_above: float | None = Field(default=None, ge=0.0, le=1.0)
+    escalate_above: Probability | dict[str, Probability] | None = None
     """``escalate`` only, at temperature 0: after a worker's reply, escalate (to the worker the orchestrator ranks
     first) exactly where its probability of not accepting exceeds this, and accept elsewhere, instead of taking its
-    most probable word; the operating point a price sheet picks (``podium routing threshold`` computes it). Needs
-    an orchestrator whose backend scores its choices (a local model). Default: the most probable word."""
+    most probable word; the operating point a price sheet picks (``podium routing threshold`` computes it). As a
+    mapping worker → score, with several workers to escalate to: after the first reply (which ``podium routing
+    threshold`` prices as the weak model's), the worker with the highest score that its probability of not
+    accepting exceeds answers next, and its reply is accepted (accept at once where it exceeds none, or where that
+    worker has answered already). Needs an orchestrator whose backend scores its choices (a local model). Default:
+    the most probable word."""
     prices_at_decision: bool = False
     """``escalate`` only: after each worker reply, the observation also names the price of every worker not asked
     yet (``Not asked yet: gpt4 at $10/$30 per 1M in/out tokens.``), so the price sits right before the decision it

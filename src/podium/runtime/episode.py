@@ -179,7 +179,7 @@ class Episode:
         generated = await self._generate(choices)
         if isinstance(generated, StopReason):
             return generated
-        output = self.policy.decide(generated.text, generated.choice_probs)
+        output = self.policy.decide(generated.text, generated.choice_probs, self.actions)
         turn = Turn(
             index=len(self.trajectory.turns),
             output=output,

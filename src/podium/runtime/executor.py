@@ -64,6 +64,8 @@ class Executor:
                 f"'{self.orchestrator.model}' does not give with constrained: '{self.config.constrained}' (a local "
                 "model gives them, constrained 'auto' or 'always')"
             )
+        if isinstance(self.config.escalate_above, dict):
+            check_escalation_targets(list(self.config.escalate_above), names, pool.config.blind.enabled)
         self.budget = Budget(
             max_turns=self.config.max_turns or self.policy.max_turns,
             max_calls_per_round=min(
@@ -210,3 +212,15 @@ def fit_history(history: Sequence[Message], orchestrator: ChatBackend, max_token
             break
         kept.append(message)
     return kept[::-1]
+
+
+def check_escalation_targets(targets: list[str], workers: list[str], blind: bool) -> None:
+    """``escalate_above`` given per worker names workers of the pool, as the orchestrator sees them."""
+    unknown = [target for target in targets if target not in workers]
+    if unknown:
+        raise ConfigError(f"escalate_above: {unknown} are no workers of the pool (workers: {workers})")
+    if blind:
+        raise ConfigError(
+            "escalate_above: given per worker, it names workers that a blind pool hides behind new labels every "
+            "episode; give one threshold, or turn blind labels off"
+        )

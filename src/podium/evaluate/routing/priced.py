@@ -15,6 +15,12 @@ so escalating pays where p exceeds the break-even probability p* = (L − a_r ·
 strong model lowers K and raises p*: fewer questions pass it, whatever the orchestrator read in its prompt. Where
 the strong model's cost alone outweighs a correct answer (K ≤ 0), p* is 1 and it is never called.
 
+With several workers to escalate to (say GPT-4's replies sold under two names at two prices), each has its own line
+from its own recorded outcomes and price, and the best choice at p is the highest line: p ∈ [0, 1) splits into
+intervals, accept below the first edge, then each worker that is best somewhere from its edge on
+(:func:`escalation_edges`; a worker that never pays more than the others has none). So an unseen worker is used
+exactly where its price and its recorded accuracy make it pay.
+
 The rule needs p to be that probability, not merely to rank questions. A router's logistic regression is fitted to
 it; an orchestrator's escalation probability, after reinforcement learning, need not be (the claim's GRPO adapter
 says about 0.29 on test questions whose weak reply is wrong 16 % of the time), so it is calibrated first on a run
@@ -24,15 +30,16 @@ score), which keeps its order, so its curve is unchanged.
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
 from podium.evaluate.routing.metrics import Point
-from podium.evaluate.routing.orchestrators import OrchestratorRun
+from podium.evaluate.routing.orchestrators import OrchestratorRun, Worker
 from podium.evaluate.routing.routers import fit_logreg
+from podium.policies.escalate import ACCEPT
 
 
 @dataclass(frozen=True)
@@ -55,32 +62,102 @@ class Priced:
     """Orchestrator → its run with calibrated escalation probabilities (:func:`calibrated`)."""
 
 
+Recorded = Sequence[tuple[bool, float]]
+"""A worker's recorded outcomes on the train questions, one (correct, USD at its price) per question."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """The expected reward of one choice after the weak reply, as a line in p: ``intercept + slope · p``."""
+
+    choice: str
+    intercept: float
+    slope: float
+
+    def at(self, p: float) -> float:
+        return self.intercept + self.slope * p
+
+
 def breakeven(train: Sequence[RoutingItem], reward: CostPenalty) -> float:
     """p*: the least probability that the weak reply is wrong at which escalating to the strong model pays."""
     if not train:
         raise ValueError("the break-even probability needs train questions with recorded outcomes; there are none")
-    count = len(train)
-    weak_usd = sum(item.outcomes[WEAK].usd for item in train) / count
-    strong_usd = sum(item.outcomes[STRONG].usd for item in train) / count
+    recorded = {model: [(item.outcomes[model].correct, item.outcomes[model].usd) for item in train]
+                for model in (WEAK, STRONG)}  # fmt: skip
+    return escalation_edges(choice_lines(recorded[WEAK], {STRONG: recorded[STRONG]}, reward)).get(STRONG, 1.0)
+
+
+def worker_edges(train: Sequence[RoutingItem], workers: Mapping[str, Worker], reward: CostPenalty) -> dict[str, float]:
+    """:func:`escalation_edges` of a pool's replay workers, each priced at its own price: the weak model's worker
+    answers first, every other one is a worker to escalate to."""
+    first = [worker for worker in workers.values() if worker.model == WEAK]
+    if len(first) != 1 or len(workers) < 2:
+        raise ValueError(
+            f"pricing escalations per worker needs one replay worker of the weak model {WEAK} and others to escalate "
+            f"to; the pool's replay workers are {sorted(workers)}"
+        )
+    if not train:
+        raise ValueError("the break-even probability needs train questions with recorded outcomes; there are none")
+    recorded = {name: recorded_outcomes(train, worker) for name, worker in workers.items()}
+    targets = {name: outcomes for name, outcomes in recorded.items() if name != first[0].name}
+    return escalation_edges(choice_lines(recorded[first[0].name], targets, reward))
+
+
+def recorded_outcomes(train: Sequence[RoutingItem], worker: Worker) -> Recorded:
+    """``worker``'s outcome on each train question, at its price; an error where its model's is not recorded."""
+    missing = [item.item.id for item in train if worker.model not in item.outcomes]
+    if missing:
+        raise ValueError(
+            f"worker {worker.name} replays {worker.model}, whose outcome is not recorded on {len(missing)} of the "
+            f"{len(train)} train questions (first: {missing[0]}); record them with `podium routing record --split "
+            "train`"
+        )
+    return [(item.outcomes[worker.model].correct, worker.usd(item.outcomes[worker.model])) for item in train]
+
+
+def choice_lines(weak: Recorded, targets: Mapping[str, Recorded], reward: CostPenalty) -> list[Line]:
+    """The lines of accepting the weak reply (first) and of escalating to each target (see the module notes):
+    a target's accuracy where the weak model is right and where it is wrong, and its cost with the weak one's."""
+    count = len(weak)
+    weak_usd = sum(usd for _, usd in weak) / count
     accept = 1.0 - reward.weight * weak_usd / reward.usd_scale
     if accept <= 0.0:
         raise ValueError(
             f"the weak model's mean cost (${weak_usd:.6f} per question) outweighs a correct answer under the reward "
             f"(weight {reward.weight}, usd_scale {reward.usd_scale}): no decision pays"
         )
-    escalate = 1.0 - reward.weight * (weak_usd + strong_usd) / reward.usd_scale
-    right = [item.outcomes[STRONG].correct for item in train if item.outcomes[WEAK].correct]
-    wrong = [item.outcomes[STRONG].correct for item in train if not item.outcomes[WEAK].correct]
-    if not right or not wrong:
+    right = sum(correct for correct, _ in weak)
+    if not 0 < right < count:
         raise ValueError(
             f"the break-even probability needs train questions the weak model got right and wrong; of {count}, "
-            f"it got {len(right)} right"
+            f"it got {right} right"
         )
-    strong_if_right, strong_if_wrong = sum(right) / len(right), sum(wrong) / len(wrong)
-    denominator = (strong_if_wrong - strong_if_right) * escalate + accept
-    if escalate <= 0.0 or denominator <= 0.0:
-        return 1.0  # escalating never earns more than accepting: the strong call costs more than it can recover
-    return (accept - strong_if_right * escalate) / denominator
+    lines = [Line(ACCEPT, accept, -accept)]
+    for name, outcomes in targets.items():
+        escalate = 1.0 - reward.weight * (weak_usd + sum(usd for _, usd in outcomes) / count) / reward.usd_scale
+        pairs = list(zip(weak, outcomes, strict=True))
+        if_right = sum(target for (first, _), (target, _) in pairs if first) / right
+        if_wrong = sum(target for (first, _), (target, _) in pairs if not first) / (count - right)
+        lines.append(Line(name, if_right * escalate, (if_wrong - if_right) * escalate))
+    return lines
+
+
+def escalation_edges(lines: Sequence[Line]) -> dict[str, float]:
+    """Each escalation target that is the best choice somewhere in p ∈ [0, 1) → the probability from which it is,
+    in rising order; accepting (``lines[0]``) is best below the first (a tie keeps the earlier choice). A target
+    missing from the result never pays more than the others."""
+    current, start, edges = max(lines, key=lambda line: line.at(0.0)), 0.0, {}
+    if current is not lines[0]:
+        edges[current.choice] = 0.0
+    while True:
+        crossings = [((current.intercept - line.intercept) / (line.slope - current.slope), -line.slope, index)
+                     for index, line in enumerate(lines) if line.slope > current.slope]  # fmt: skip
+        ahead = [crossing for crossing in crossings if start <= crossing[0] < 1.0]
+        if not ahead:
+            return edges
+        start, _, index = min(ahead)
+        current = lines[index]
+        edges[current.choice] = start
 
 
 @dataclass(frozen=True)
