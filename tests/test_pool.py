@@ -79,6 +79,24 @@ def test_a_model_is_a_tool_with_its_description_price_and_usage():
     assert result.usage.usd == pytest.approx(3 * 1 + 2 * 2)
 
 
+def test_a_blind_pool_lists_its_workers_in_label_order_so_a_place_tells_no_more_than_a_label():
+    config = PoolConfig(
+        workers=[scripted(name, ["x"], description=f"about {name}") for name in ("gpt-x", "qwen-y", "llama-z")],
+        tools=[],
+        workers_as_tools=True,
+        blind={"enabled": True},
+    )
+    first_listed = set()
+    for seed in range(12):
+        pool = build_pool(config).relabelled(seed)
+        rows = [[cell.strip() for cell in line.strip("|").split("|")][:3] for line in pool.table().splitlines()[2:]]
+        assert [label for label, _, _ in rows] == sorted(pool.labels.values())
+        assert [about for _, _, about in rows] == [f"about {worker.name}" for worker in pool.shown_workers]
+        assert pool.registry.names() == sorted(pool.labels.values())
+        first_listed.add(rows[0][2])
+    assert first_listed == {"about gpt-x", "about qwen-y", "about llama-z"}
+
+
 def test_blind_labels_hide_names_and_are_resampled_per_seed():
     config = PoolConfig(
         workers=[scripted(name, ["x"]) for name in ("gpt-x", "qwen-y", "llama-z")],

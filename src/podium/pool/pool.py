@@ -40,7 +40,7 @@ class Pool:
     backends: dict[str, ChatBackend]
     """Worker name → backend (each priced by the pool's catalog)."""
     labels: dict[str, str]
-    """Worker name → the label the orchestrator sees (the name itself unless blind)."""
+    """Worker name → the label the orchestrator sees (the name itself unless blind), in the order it sees them."""
     mcp: McpClients = field(default_factory=McpClients)
     """Sessions with the pool's MCP servers and their tools (connected once, shared by relabelled and repriced
     copies; :meth:`close` ends them)."""
@@ -66,8 +66,8 @@ class Pool:
         config = self.config
         self.kit = PoolKit(
             config=config,
-            backends={self.labels[name]: backend for name, backend in self.backends.items()},
-            workers={self.labels[worker.name]: worker for worker in config.workers},
+            backends={self.labels[worker.name]: self.backends[worker.name] for worker in self.shown_workers},
+            workers={self.labels[worker.name]: worker for worker in self.shown_workers},
             helpers=self.helpers,
             sandbox=self.sandbox,
             default_label=self.labels[config.role_worker or config.workers[0].name],
@@ -78,6 +78,12 @@ class Pool:
     @property
     def workers(self) -> dict[str, WorkerConfig]:
         return {worker.name: worker for worker in self.config.workers}
+
+    @property
+    def shown_workers(self) -> list[WorkerConfig]:
+        """The workers in the order the orchestrator sees them: ``labels``' order (the config's, unless blind)."""
+        workers = self.workers
+        return [workers[name] for name in self.labels]
 
     def relabelled(self, seed: int) -> "Pool":
         """The same pool under a fresh blind mapping (for a new episode); unchanged when not blind."""
@@ -102,7 +108,7 @@ class Pool:
         tools = tools if tools is not None else self.registry
         shown = set(self.labels.values()) if workers is None else set(workers)
         lines = ["| name | kind | description | price | primitives |", "|---|---|---|---|---|"]
-        for worker in self.config.workers:
+        for worker in self.shown_workers:
             if self.labels[worker.name] not in shown:
                 continue
             price = self.backends[worker.name].price
@@ -150,7 +156,7 @@ class Pool:
             (self.labels[worker.name], primitive): PairPrice(
                 self.backends[worker.name].price, primitive_price(self.kit, primitive)
             )
-            for worker in self.config.workers
+            for worker in self.shown_workers
             for primitive in worker.primitives
         }
 
@@ -182,7 +188,7 @@ class Pool:
         for item in self.mcp.tools:
             registry.add(item)
         if config.workers_as_tools:
-            for worker in config.workers:
+            for worker in self.shown_workers:
                 backend = self.backends[worker.name]
                 registry.add(model_tool(self.labels[worker.name], worker, backend))
         if config.roles:
@@ -193,7 +199,7 @@ class Pool:
     def _primitive_registry(self) -> ToolRegistry:
         config = self.config
         admitted = {
-            primitive: [self.labels[w.name] for w in config.workers if primitive in w.primitives]
+            primitive: [self.labels[w.name] for w in self.shown_workers if primitive in w.primitives]
             for primitive in PERFORMERS
         }
         # The primitive tools are free by name: they charge what they use, already priced in their outputs.
@@ -221,16 +227,16 @@ def _price_text(price: ToolPrice) -> str:
 
 
 def blind_labels(config: PoolConfig, seed: int) -> dict[str, str]:
-    """Worker name → anonymous label, a seeded random assignment (``Worker1..K`` or pseudonyms)."""
+    """Worker name → anonymous label, a seeded random assignment (``Worker1..K`` or pseudonyms), in the labels'
+    order: the pool lists its workers in this order, so a worker's place in a list tells no more than its label
+    (in the config's order, the first strong worker listed was always the same model)."""
     names = [worker.name for worker in config.workers]
     order = list(range(1, len(names) + 1))
     random.Random(seed).shuffle(order)
+    numbered = sorted(zip(order, names, strict=True))
     if config.blind.style == "numbered":
-        return {name: f"Worker{number}" for name, number in zip(names, order, strict=True)}
-    return {
-        name: f"{PSEUDONYM_ROLES[(number - 1) % len(PSEUDONYM_ROLES)]}-{number}"
-        for name, number in zip(names, order, strict=True)
-    }
+        return {name: f"Worker{number}" for number, name in numbered}
+    return {name: f"{PSEUDONYM_ROLES[(number - 1) % len(PSEUDONYM_ROLES)]}-{number}" for number, name in numbered}
 
 
 def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
