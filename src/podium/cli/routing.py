@@ -222,9 +222,10 @@ def threshold_command(
     if (system is None) != (out is None):
         raise fail(ConfigError("--system and --out go together: the system file to write again, and where"))
     try:
-        items = priced_items(benchmark, prices)
+        sheet = price_sheet(prices)
+        items = load_routing(benchmark=_benchmark(benchmark), prices=sheet)
         train = in_split(items, "train")[:train_limit]
-        breakeven = priced_breakeven(pricing_reward(reward_from), train, system, price_sheet(prices))
+        breakeven = priced_breakeven(pricing_reward(reward_from), train, system, sheet)
         fitted = None
         if calibration is not None:
             fitted = fit_calibration(read_orchestrator("orchestrator", str(calibration), in_split(items, "validation")))
@@ -269,11 +270,6 @@ def write_thresholded_system(system: Path, out: Path, threshold: float | dict[st
     header = f"# {system} with the escalate_above that `podium routing threshold` computed\n# for {sheet}.\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-
-
-def priced_items(benchmark: str, prices: Path | None) -> list[RoutingItem]:
-    """The benchmark's recorded questions, their outcomes priced by the sheet ``prices`` over Podium's."""
-    return load_routing(benchmark=_benchmark(benchmark), prices=price_sheet(prices))
 
 
 def price_sheet(prices: Path | None) -> "PriceCatalog | None":
