@@ -22,7 +22,8 @@ from podium.evaluate.runner import EvalError, attempt, load_run, run_eval
 from podium.evaluate.system_config import build_system, load_system_config, system_config_from_dict
 from podium.evaluate.systems import SingleModelSystem
 from podium.graders.grader import Grader
-from podium.solve.system import System
+from podium.pool.pool import blind_labels
+from podium.solve.system import System, sample_seed
 from tests.test_envs_runtime import USER_LINES, gold_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "systems"
@@ -179,6 +180,30 @@ def test_podium_eval_runs_the_orchestrator_resumes_and_reports(tmp_path):
     assert (tmp_path / "report" / "index.html").exists()
 
 
+def test_an_eval_draws_a_blind_pools_labels_afresh_for_each_item_and_sample_and_a_resume_draws_the_same(tmp_path):
+    items = [BenchmarkItem(id=f"q{i}", question="6 * 7?", gold="42", verifier="math") for i in range(4)]
+    four = Benchmark("four", "math", "four questions", lambda _: iter(items))
+    pool = scripted_pool([ANSWER], blind={"enabled": True, "seed": 5})
+    system = build({"kind": "orchestrator", "orchestrator": "orch", "pool": pool})
+    summary = asyncio.run(run_eval(four, system, out=tmp_path / "run", samples=2, limit=3, progress=False))
+    assert (summary.done, summary.correct) == (6, 6)
+    _, records = load_run(tmp_path / "run")
+    seeds = {(r.item_id, r.sample): r.trajectory.metadata["seed"] for r in records}
+    assert seeds == {(i, s): sample_seed(5, i, s) for i in ("q0", "q1", "q2") for s in (0, 1)}
+    pool_config = system.pool.config
+    for record in records:
+        assert record.trajectory.metadata["labels"] == blind_labels(pool_config, seeds[record.item_id, record.sample])
+    assert len({tuple(r.trajectory.metadata["labels"].items()) for r in records}) > 1  # one per attempt, not per run
+    resumed = asyncio.run(run_eval(four, system, out=tmp_path / "run", samples=2, limit=4, progress=False))
+    assert (resumed.done, resumed.correct) == (8, 8)
+    _, again = load_run(tmp_path / "run")
+    assert [r.trajectory.metadata["labels"] for r in again[:6]] == [r.trajectory.metadata["labels"] for r in records]
+    assert {r.trajectory.metadata["seed"] for r in again[6:]} == {sample_seed(5, "q3", 0), sample_seed(5, "q3", 1)}
+    plain = build({"kind": "orchestrator", "orchestrator": "orch", "pool": scripted_pool([ANSWER])})
+    asyncio.run(run_eval(four, plain, out=tmp_path / "plain", limit=2, progress=False))
+    assert all("seed" not in r.trajectory.metadata for r in load_run(tmp_path / "plain")[1])
+
+
 needs_tau2 = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
 
 
@@ -205,6 +230,18 @@ def test_tool_use_items_converse_and_the_environment_verifier_scores_them(tmp_pa
     dag = build({"kind": "orchestrator", "policy": "dag", "pool": scripted_pool(["x"])})
     with pytest.raises(EvalError, match="cannot attempt"):
         asyncio.run(run_eval(one, dag, out=tmp_path / "dag", progress=False))
+
+
+@needs_tau2
+def test_a_tool_use_episode_draws_its_blind_labels_from_its_seed():
+    task = get_benchmark("tau2_airline").items()[7]
+    pool = scripted_pool(gold_script(load_domain("airline").task("7")), blind={"enabled": True, "seed": 2})
+    pool["workers"].append({"name": "customer", "backend": "scripted", "model": "c", "replies": USER_LINES})
+    pool["workers"][-1]["price"] = FREE
+    system = build({"kind": "orchestrator", "orchestrator": "orch", "pool": pool, "user": {"worker": "customer"}})
+    trajectory = asyncio.run(system.solve(task, seed=11))
+    assert trajectory.metadata["seed"] == 11 and trajectory.stop_reason is StopReason.ENV_DONE
+    assert trajectory.metadata["labels"] == blind_labels(system.pool.config, 11) != dict(system.pool.labels)
 
 
 @pytest.mark.slow

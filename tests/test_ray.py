@@ -74,6 +74,18 @@ def test_eval_on_ray_matches_local_and_keeps_resume_lock_and_cap(cluster, tmp_pa
         evaluate(config, tmp_path / "ray", "auto", limit=6)
 
 
+def test_ray_replicas_draw_each_attempts_blind_labels_as_the_local_path_does(cluster, tmp_path) -> None:
+    config = system()
+    config["pool"]["workers"].append({**config["pool"]["workers"][0], "name": "p", "model": "p-model"})
+    config["pool"]["blind"] = {"enabled": True, "seed": 4}
+    labels = {}
+    for where, address in (("local", None), ("ray", "auto")):
+        evaluate(config, tmp_path / where, address, limit=4)
+        records, _ = read_results(tmp_path / where / "results.jsonl")
+        labels[where] = {r.item_id: r.trajectory.metadata["labels"] for r in records}
+    assert labels["ray"] == labels["local"] and len({tuple(m.items()) for m in labels["ray"].values()}) > 1
+
+
 def test_a_failing_remote_system_is_an_error_record_and_a_broken_config_stops_early(cluster, tmp_path) -> None:
     down = system(backend="http", base_url="http://127.0.0.1:9/v1", max_retries=0, replies=[])
     summary = evaluate(down, tmp_path / "down", "auto", limit=2)

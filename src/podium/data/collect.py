@@ -21,7 +21,7 @@ from podium.data.constraints import read_constraints
 from podium.data.eval_input import rows_from_eval
 from podium.data.funnel import FunnelBuilder
 from podium.data.selection import balance_tools, per_question
-from podium.data.solver import Solver, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.store import DataError
 from podium.data.traces import format_failure, infrastructure_failure, recovered_from
@@ -30,6 +30,7 @@ from podium.runtime.explore import MAX_PATHS
 from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
+from podium.solve.system import sample_seed
 
 STAGE = "collect"
 

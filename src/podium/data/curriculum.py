@@ -23,7 +23,7 @@ from podium.data.constraints import read_constraints
 from podium.data.funnel import FunnelBuilder
 from podium.data.pools import PoolCache
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, data_row, grade, sample_seed
+from podium.data.solver import Solver, data_row, grade
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import format_failure, infrastructure_failure
@@ -32,6 +32,7 @@ from podium.graders.grader import Grader
 from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import DataRow, FilterDecision, Funnel
+from podium.solve.system import sample_seed
 
 STAGE = "curriculum"
 

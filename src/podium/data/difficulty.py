@@ -15,7 +15,7 @@ from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.preferences import read_preferences
-from podium.data.solver import Solver, grade, sample_seed, worker_solver
+from podium.data.solver import Solver, grade, worker_solver
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.tasks import pick_preference, rl_task
 from podium.data.traces import infrastructure_failure
@@ -23,6 +23,7 @@ from podium.graders.grader import Grader
 from podium.solve.config import SystemConfig
 from podium.solve.jsonl import JsonlLog, write_jsonl
 from podium.solve.records import FilterDecision, Funnel
+from podium.solve.system import sample_seed
 
 STAGE = "filter-rl"
 

@@ -128,8 +128,3 @@ def data_row(
         trajectory=trajectory,
         provenance=provenance,
     )
-
-
-def sample_seed(base: int, item_id: str, sample: int) -> int:
-    """A seed per (item, sample) that does not depend on Python's string hashing."""
-    return (base * 1_000_003 + sum(ord(char) * 31**i for i, char in enumerate(item_id[:32])) + sample) % 2**31

@@ -12,7 +12,7 @@ from podium.costs.prices import PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
-from podium.evaluate.systems import System, attempt_bound
+from podium.evaluate.systems import System, attempt_bound, attempt_seed
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 
 
@@ -36,8 +36,11 @@ class RaySystem:
     def cost_bound(self, item: BenchmarkItem) -> float | None:
         return attempt_bound(self.local, item)
 
-    async def solve(self, item: BenchmarkItem) -> Trajectory:
-        trajectory: Trajectory = await self.replicas.call("solve", item)
+    def episode_seed(self, item_id: str, sample: int) -> int | None:
+        return attempt_seed(self.local, item_id, sample)
+
+    async def solve(self, item: BenchmarkItem, *, seed: int | None = None) -> Trajectory:
+        trajectory: Trajectory = await self.replicas.call("solve", item, **({} if seed is None else {"seed": seed}))
         return trajectory
 
     def stop(self) -> None:

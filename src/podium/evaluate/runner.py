@@ -30,7 +30,7 @@ from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.evaluate.rundir import hold_run_directory
-from podium.evaluate.systems import System, attempt_bound
+from podium.evaluate.systems import System, attempt_bound, attempt_seed
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
 from podium.solve.jsonl import JsonlLog, rejected_path
@@ -173,11 +173,13 @@ def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> 
 
 async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
     """Solve and grade one sample; a system failure (a :class:`PodiumError`, or an episode its backend ended with
-    ``error``) becomes an error record."""
+    ``error``) becomes an error record. A system that draws per attempt (a blind pool's labels) draws from the
+    item and the sample, so each attempt sees its own mapping and a resumed run the same ones."""
     started = time.perf_counter()
     error: str | None = None
+    seed = attempt_seed(system, item.id, sample)
     try:
-        trajectory = await system.solve(item)
+        trajectory = await (system.solve(item) if seed is None else system.solve(item, seed=seed))  # type: ignore[call-arg]
         if trajectory.stop_reason is StopReason.ERROR:
             raise SystemRunError(f"item {item.id}: {trajectory.metadata.get('error', 'the orchestrator failed')}")
     except PodiumError as failure:

@@ -37,7 +37,9 @@ class System(Protocol):
         ...
 
     async def solve(self, item: BenchmarkItem) -> Trajectory:
-        """One attempt at ``item``. Raises :class:`~podium.errors.PodiumError` on infrastructure failure."""
+        """One attempt at ``item``. Raises :class:`~podium.errors.PodiumError` on infrastructure failure.
+        A system that draws something afresh for each attempt (a blind pool's labels) also says
+        ``episode_seed(item_id, sample)`` and takes ``solve(item, seed=...)``: see :func:`attempt_seed`."""
         ...
 
 
@@ -46,6 +48,14 @@ def attempt_bound(system: System, item: BenchmarkItem) -> float | None:
     ``cost_bound(item)`` says, ``None`` when it cannot say (a USD cap then cannot be guaranteed)."""
     bound = getattr(system, "cost_bound", None)
     return None if bound is None else bound(item)
+
+
+def attempt_seed(system: System, item_id: str, sample: int) -> int | None:
+    """The seed of what ``system`` draws afresh for sample ``sample`` of item ``item_id``: what its optional
+    ``episode_seed(item_id, sample)`` says, ``None`` when it draws nothing per attempt (every attempt then runs the
+    same system, as baselines do)."""
+    seed = getattr(system, "episode_seed", None)
+    return None if seed is None else seed(item_id, sample)
 
 
 def generation_usage(generation: Generation, measured_s: float) -> CallUsage:

@@ -130,7 +130,9 @@ class BlindConfig(Config):
     style: Literal["numbered", "pseudonym"] = "numbered"
     """``Worker1..K`` or pseudonyms such as ``reasoner-2``."""
     seed: int = 0
-    """Seed of the first mapping; ``Pool.relabelled(seed)`` draws another."""
+    """Seed of the built pool's mapping and of ``podium eval``'s, which draws each attempt's from this seed, the
+    item and the sample (data collection and rollouts draw from their own seeds); ``Pool.relabelled(seed)`` draws
+    another."""
 
 
 class PoolConfig(Config):

@@ -45,9 +45,9 @@ class Replica:
             os.chdir(cwd)
         self.target = build()
 
-    async def call(self, method: str, *args: Any) -> tuple[bool, Any]:
+    async def call(self, method: str, *args: Any, **kwargs: Any) -> tuple[bool, Any]:
         try:
-            return True, await getattr(self.target, method)(*args)
+            return True, await getattr(self.target, method)(*args, **kwargs)
         except PodiumError as error:
             return False, f"{type(error).__name__}: {error}"
 
@@ -67,13 +67,13 @@ class Replicas:
             self.stop()
             raise RemoteError(f"a Ray worker could not build its replica: {error}") from error
 
-    async def call(self, method: str, *args: Any) -> Any:
-        """``method(*args)`` on the least busy replica; a Podium error there, or the replica's death, raises
+    async def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``method(*args, **kwargs)`` on the least busy replica; a Podium error there, or the replica's death, raises
         :class:`RemoteError`."""
         index = min(range(len(self.handles)), key=self.busy.__getitem__)
         self.busy[index] += 1
         try:
-            ok, value = await self.handles[index].call.remote(method, *args)
+            ok, value = await self.handles[index].call.remote(method, *args, **kwargs)
         except self.ray.exceptions.RayActorError as error:
             raise RemoteError(f"a Ray worker died: {error}") from error
         finally:

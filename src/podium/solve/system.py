@@ -51,6 +51,11 @@ def question_with_format(item: BenchmarkItem) -> str:
     return f"{item.question}\n\n{ANSWER_INSTRUCTIONS[item.verifier]}"
 
 
+def sample_seed(base: int, item_id: str, sample: int) -> int:
+    """A seed per (item, sample) that does not depend on Python's string hashing."""
+    return (base * 1_000_003 + sum(ord(char) * 31**i for i, char in enumerate(item_id[:32])) + sample) % 2**31
+
+
 def item_preference(item: BenchmarkItem) -> Preference | None:
     """An item's own preference (``podium eval --preferences``, RL tasks), when its metadata carries one."""
     raw = item.metadata.get("preference")
@@ -108,6 +113,13 @@ class System:
         in place of the pool's, each when given."""
         return Executor(pool or self.pool, config or self.config, orchestrator=orchestrator)
 
+    def episode_seed(self, item_id: str, sample: int) -> int | None:
+        """The seed of what sample ``sample`` of an item draws afresh (a blind pool's labels), from the pool's
+        ``blind.seed``, so that a run is reproducible and a resumed one draws the same; ``None`` when the pool
+        draws nothing per episode."""
+        blind = self.pool.config.blind
+        return sample_seed(blind.seed, item_id, sample) if blind.enabled else None
+
     def supports(self, verifier: VerifierKind) -> bool:
         """Whether items of ``verifier`` can be attempted: tool-use items need a policy that converses."""
         return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
@@ -133,7 +145,7 @@ class System:
         metadata: dict[str, Any] | None = None,
     ) -> Trajectory:
         """One episode on ``task``: an item (its own preference applies unless ``preference`` is given) or a
-        question as written. ``seed`` resamples blind labels and seeds sampling; ``temperature``, ``settings``,
+        question as written. ``seed`` draws the episode's blind labels; ``temperature``, ``settings``,
         ``pool`` and ``orchestrator`` replace the system's own for this episode (a sampled attempt, a served
         request's limits, a rollout instance's prices, the policy being trained); ``chat`` is what a served
         conversation adds. A failing simulated user raises :class:`~podium.backends.base.BackendError`."""
@@ -145,7 +157,11 @@ class System:
             if task.verifier == "environment":
                 if chat is not None:
                     raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
-                return await self._converse(task, config, pool, orchestrator, metadata)
+                episode_pool = pool or self.pool
+                if seed is not None:
+                    episode_pool = episode_pool.relabelled(seed)
+                    metadata["seed"] = seed
+                return await self._converse(task, config, episode_pool, orchestrator, metadata)
             preference = preference if preference is not None else item_preference(task)
         chat = chat or Chat()
         trajectory = await self.executor(config, pool=pool, orchestrator=orchestrator).run(
@@ -188,14 +204,14 @@ class System:
         self,
         item: BenchmarkItem,
         config: RunConfig,
-        pool: Pool | None,
+        pool: Pool,
         orchestrator: ChatBackend | None,
         metadata: dict[str, Any],
     ) -> Trajectory:
         """A tool-use item as a conversation with the simulated user, in a fresh environment of its domain."""
         domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
         episode = await run_task(
-            pool or self.pool,
+            pool,
             config,
             domain,
             domain.task(str(item.gold)),

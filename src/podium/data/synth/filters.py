@@ -5,13 +5,14 @@ orchestrator over the pool solves it within k attempts (the three tau2 criteria,
 import asyncio
 from typing import Any
 
-from podium.data.solver import Solver, sample_seed
+from podium.data.solver import Solver
 from podium.data.sources import SourcedItem
 from podium.data.synth.config import StepResult
 from podium.datasets.items import BenchmarkItem
 from podium.envs.domain import ActionKind, Domain, golden_actions
 from podium.envs.evaluation import performed_grade
 from podium.graders.environment import EnvironmentVerifier
+from podium.solve.system import sample_seed
 
 
 def _execute(domain: Domain, task: Any) -> str | None:
