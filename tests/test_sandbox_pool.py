@@ -13,22 +13,27 @@ from importlib.resources import files
 
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
+from podium.sandbox.factory import LAUNCHER
 
 from .host_kill import kill_busy_host
 from .test_sandbox_support import SHORT_LIMITS, own_sandbox, run, runs, unique_tag, wait_until_gone
 
 WAIT_S = 30.0
+LAUNCHER_ARGUMENTS = [b"-I", b"-B", LAUNCHER.encode()]
+"""What follows the interpreter on a launcher's command line (factory.py)."""
 KILL_ROUNDS = 6
 
 
 def waiting_launchers(tag: str) -> list[int]:
     """This test's warm sandboxes: their main launcher processes (the monitor, not the child it forked to become
-    the program) while they have no program yet."""
+    the program) while they have no program yet. A launcher is the interpreter running launcher.py, not the
+    bubblewrap processes whose arguments name it: killing the outer bubblewrap leaves its sandbox to the pool's
+    clean-up, so a test that picked one would wait for a sandbox nothing had killed."""
     launchers = {}
     for pid in tagged_processes(tag):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline, open(f"/proc/{pid}/environ", "rb") as environ:
-                if b"/podium/launcher.py" in cmdline.read().split(b"\0") and environ.read():
+                if cmdline.read().split(b"\0")[1:4] == LAUNCHER_ARGUMENTS and environ.read():
                     launchers[pid] = parent_of(pid)
         except (OSError, ValueError):
             continue
