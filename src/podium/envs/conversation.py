@@ -115,9 +115,10 @@ async def run_task(
     orchestrator: ChatBackend | None = None,
     guidance: str | None = None,
     metadata: dict[str, object] | None = None,
+    seed: int | None = None,
 ) -> TaskEpisode:
     """Play ``task`` (a tau2 task of ``domain``) with the orchestrator of ``pool`` against a simulated user, in a
-    fresh environment.
+    fresh environment; ``seed`` draws the episode's blind labels (:meth:`Executor.run`).
 
     The trajectory's calls include every domain call that ran (the environment verifier replays them); its
     metadata records the domain, the task, the conversation as the user saw it (``tau2_dialogue``), whether the
@@ -149,6 +150,7 @@ async def run_task(
         tools=[item.tool for item in environment.tools()],
         instructions=agent_instructions(domain, guidance),
         respond=respond,
+        seed=seed,
         metadata={"domain": domain.name, "task_id": task.id, **(metadata or {})},
     )
     trajectory.metadata.update(

@@ -157,11 +157,7 @@ class System:
             if task.verifier == "environment":
                 if chat is not None:
                     raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
-                episode_pool = pool or self.pool
-                if seed is not None:
-                    episode_pool = episode_pool.relabelled(seed)
-                    metadata["seed"] = seed
-                return await self._converse(task, config, episode_pool, orchestrator, metadata)
+                return await self._converse(task, config, pool or self.pool, orchestrator, metadata, seed)
             preference = preference if preference is not None else item_preference(task)
         chat = chat or Chat()
         trajectory = await self.executor(config, pool=pool, orchestrator=orchestrator).run(
@@ -207,6 +203,7 @@ class System:
         pool: Pool,
         orchestrator: ChatBackend | None,
         metadata: dict[str, Any],
+        seed: int | None,
     ) -> Trajectory:
         """A tool-use item as a conversation with the simulated user, in a fresh environment of its domain."""
         domain = load_domain(item.metadata["domain"], item.metadata.get("tau2_dir"))
@@ -219,5 +216,6 @@ class System:
             orchestrator=orchestrator,
             guidance="\n\n".join(filter(None, [ANSWER_INSTRUCTIONS["environment"], self.instructions])),
             metadata=metadata,
+            seed=seed,
         )
         return episode.trajectory
