@@ -86,9 +86,10 @@ def test_a_blind_pool_lists_its_workers_in_label_order_so_a_place_tells_no_more_
         workers_as_tools=True,
         blind={"enabled": True},
     )
+    built = build_pool(config)
     first_listed = set()
     for seed in range(12):
-        pool = build_pool(config).relabelled(seed)
+        pool = built.relabelled(seed)
         rows = [[cell.strip() for cell in line.strip("|").split("|")][:3] for line in pool.table().splitlines()[2:]]
         assert [label for label, _, _ in rows] == sorted(pool.labels.values())
         assert [about for _, _, about in rows] == [f"about {worker.name}" for worker in pool.shown_workers]
