@@ -74,28 +74,32 @@ CLAIM_SWEEP ?= sweep-gpt4-x0.35 sweep-gpt4-x0.7 sweep-gpt4-x1.4 sweep-gpt4-x2.8
 CLAIM_SWEEP_LIMIT ?= 100
 CLAIM_SWEEP_OUT ?= $(CLAIM)/results
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
+CLAIM_IMPORT = $(BIN)/podium routing import routellm-gsm8k --out $(CLAIM_RUNS)/recording
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
 # The GRPO adapter on the validation split at the list price (CLAIM_VALID_LIMIT: its first N questions; default all
 # 139), which calibrates its escalation probability for its priced row; claim-eval and the sweep read the same run.
 CLAIM_VALID_LIMIT ?=
 CLAIM_VALID_RUN = $(CLAIM_RUNS)/valid-grpo$(if $(CLAIM_VALID_LIMIT),-first$(CLAIM_VALID_LIMIT))
-CLAIM_VALID_TASKS = $(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl
+CLAIM_VALID_TASKS = $(CLAIM_IMPORT) && $(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split validation \
+	--out $(CLAIM_RUNS)/validation.jsonl
 CLAIM_VALID_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 \
 	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT))
 CLAIM_CALIBRATE = $(CLAIM_VALID_TASKS) && $(CLAIM_VALID_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_VALID_RUN)
 # The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
 # the routers, to which claim-eval adds the SFT adapter. The comparison also places the probability routers and the
 # calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
-CLAIM_TEST_TASKS = $(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+CLAIM_TEST_TASKS = $(CLAIM_IMPORT) && $(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split test \
+	--out $(CLAIM_RUNS)/test.jsonl
 CLAIM_EVAL_GRPO = $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
-CLAIM_ROUTERS = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+CLAIM_ROUTERS = $(BIN)/podium routing compare --recording $(CLAIM_RUNS)/recording --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	--orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
 CLAIM_COMPARE = $(CLAIM_ROUTERS) --reward-from $(CLAIM)/grpo.yaml --calibration orchestrator_grpo=$(CLAIM_VALID_RUN)
 claim: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(CLAIM_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM)/collect.yaml --teacher $(CLAIM)/teacher.yaml --quiet
 	$(BIN)/podium train sft --config $(CLAIM)/sft.yaml
 	$(BIN)/podium train grpo --config $(CLAIM)/grpo.yaml
@@ -137,7 +141,7 @@ claim-sweep: $(VENV)/.installed
 CLAIM_THRESHOLD_RUN = $(CLAIM_RUNS)/eval-grpo-threshold$(CLAIM_TAG)
 claim-price-point:
 	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
-	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
+	$(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
 	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	  --system $(CLAIM)/system-grpo.yaml \
 	  --out $(CLAIM_THRESHOLD_RUN).yaml > $(CLAIM_THRESHOLD_RUN).json
@@ -155,7 +159,8 @@ CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
 CLAIM_PRICED_SYSTEM ?= $(CLAIM)/system-teacher-priced.yaml
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(CLAIM_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(CLAIM_VALID_TASKS)
 	mkdir -p $(CLAIM_PRICED_RUNS)
 	$(call SHEETS_IN_PAIRS,CLAIM_PRICED_SHEETS,$(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$sheet)
@@ -169,7 +174,7 @@ claim-priced-teacher:
 	  experiments/claim/prices/*.yaml))
 	$(CLAIM_VALID_EVAL) --quiet --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_VALID_RUN)
-	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
+	$(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
 	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json
 	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/train.jsonl --limit $(CLAIM_PRICED_TRAIN) --concurrency 2 --quiet \
@@ -197,7 +202,6 @@ claim-unseen: $(VENV)/.installed
 	  CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): the unseen member is recorded on the first $(CLAIM_RECORDED) test \
 	  questions only; leave unseen out of CLAIM_UNSEEN for more)))
 	$(CLAIM_TEST_TASKS)
-	$(if $(CLAIM_SMOLLM2),$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING))
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
 # The pools of CLAIM_UNSEEN_PRICED (their workers recorded on the train split: the GPT-4 strangers) also run deciding
@@ -218,7 +222,7 @@ claim-unseen-eval:
 	@# the first pool's runs show the progress
 	pids=; quiet=; for name in $(CLAIM_UNSEEN_PRICED); do { \
 	  $(CLAIM_VALID_EVAL) $$quiet --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_VALID) && \
-	  $(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_UNSEEN_VALID) \
+	  $(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_UNSEEN_VALID) \
 	    $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	    --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_THRESHOLD).yaml > $(CLAIM_UNSEEN_THRESHOLD).json && \
 	  $(CLAIM_EVAL) $$quiet --system $(CLAIM_UNSEEN_THRESHOLD).yaml --out $(CLAIM_UNSEEN_THRESHOLD); } & \

@@ -8,13 +8,13 @@ import math
 
 import pytest
 import yaml
+from podium.evaluate.routing.data import STRONG, WEAK, Outcome, in_split, load_routing, recording_path
 from typer.testing import CliRunner
 
 from podium.backends.base import ChatBackend, Completion, GenerationRequest
 from podium.backends.scripted import ScriptedBackend
 from podium.cli import app
 from podium.errors import ConfigError
-from podium.evaluate.routing.data import STRONG, WEAK, Outcome, in_split, load_routing, recording_path
 from podium.evaluate.routing.priced import Calibration, CostPenalty, breakeven, score_threshold
 from podium.runtime import Executor, RunConfig
 from podium.solve.config import SystemConfig

@@ -21,12 +21,13 @@ import yaml
 from rich.markup import escape
 
 from podium.backends.base import BackendError, ChatBackend
+from podium.backends.factory import build_backend
 from podium.backends.http import HttpBackend
 from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import Pool, build_pool, load_pool_config, pool_catalog
 from podium.runtime.checks import NotRunnable, Problem, run_problems
 from podium.runtime.config import RunConfig
 
@@ -155,10 +156,15 @@ def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None)
 
 def _system(findings: Findings, data: Any) -> None:
     from podium.evaluate.system_config import build_system, system_config_from_dict
+    from podium.solve.router import RouterSystemConfig
 
     if isinstance(data.get("pool"), str):
         findings.pool_file = Path(data["pool"])
     config = system_config_from_dict(data, source=str(findings.path))
+    if isinstance(config, RouterSystemConfig) and not (Path(config.recording) / "manifest.json").is_file():
+        message = f"no recording at {config.recording}: `podium routing record` writes one"
+        findings.add(Problem("recording", message, written_by="podium routing record"))
+        return
     built = build_system(config)
     pool = getattr(built, "pool", None)
     backends = list(pool.backends.values()) if isinstance(pool, Pool) else list(_model_backends(built))
@@ -194,16 +200,16 @@ def _run(findings: Findings, data: Any) -> None:
     from podium.solve.config import SystemConfig
 
     config = SystemConfig.from_dict(data, source=str(findings.path))
-    if isinstance(config.pool, str):
-        findings.pool_file = Path(config.pool)
-        chosen = load_pool_config(config.pool)
-    elif config.pool is not None:
-        chosen = config.pool
-    else:
+    if config.pool is None and findings.pool is not None:
         findings.pool_file = findings.pool
-        chosen = load_pool_config(findings.pool) if findings.pool else embedded_pool_config()
+        config = config.model_copy(update={"pool": str(findings.pool)})
+    elif isinstance(config.pool, str):
+        findings.pool_file = Path(config.pool)
+    chosen = config.pool_config()
     pool = build_pool(chosen)
-    problems = run_problems(pool, config.run_config())
+    own = config.own_orchestrator()
+    orchestrator = None if own is None else build_backend(own.spec(), pool_catalog(chosen))
+    problems = run_problems(pool, config.run_config(), orchestrator)
     if problems:
         raise NotRunnable(str(findings.path), problems)
     _reach(findings, list(pool.backends.values()))
