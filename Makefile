@@ -185,7 +185,7 @@ claim-priced-teacher:
 
 # Unseen pool members: the GRPO adapter over each pool of CLAIM_UNSEEN (system-grpo-NAME.yaml): pool-unseen.yaml
 # (the claim's pool and SmolLM2-135M-Instruct, free, recorded once on the first 100 test questions: the recording is
-# committed and the record step resumes it, asking nothing), pool-batch.yaml (GPT-4's replies under another name at
+# committed), pool-batch.yaml (GPT-4's replies under another name at
 # half its price) and pool-batch-dear.yaml (the same at twice its price), beside the same adapter over the claim's
 # pool, on the first CLAIM_UNSEEN_LIMIT (at most 100 with unseen, whose recording has no more) test questions, side
 # by side; the comparison's last line is one JSON object.
@@ -194,7 +194,6 @@ CLAIM_UNSEEN_GIVEN = $(if $(strip $(CLAIM_UNSEEN)),,$(error CLAIM_UNSEEN names n
 	experiments/claim/system-grpo-NAME.yaml))
 CLAIM_UNSEEN_LIMIT ?= 100
 CLAIM_RECORDED := 100
-CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
 CLAIM_SMOLLM2 = $(filter unseen,$(CLAIM_UNSEEN))
 claim-unseen: $(VENV)/.installed
 	$(CLAIM_UNSEEN_GIVEN)
@@ -240,8 +239,10 @@ CLAIM_MMLU := $(CLAIM)/mmlu
 CLAIM_MMLU_RUNS ?= runs/claim-mmlu
 # Train questions (the first N of the train subjects): the orchestrator's oracle trajectories and the routers' fit.
 CLAIM_MMLU_TRAIN ?= 1000
+CLAIM_MMLU_IMPORT = $(BIN)/podium routing import routellm-mmlu --out $(CLAIM_MMLU_RUNS)/recording
 claim-mmlu: $(VENV)/.installed
-	$(BIN)/podium routing tasks --benchmark mmlu --split train --limit $(CLAIM_MMLU_TRAIN) \
+	$(CLAIM_MMLU_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_MMLU_RUNS)/recording --split train --limit $(CLAIM_MMLU_TRAIN) \
 	  --out $(CLAIM_MMLU_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM_MMLU)/collect.yaml --teacher $(CLAIM_MMLU)/teacher.yaml --quiet
 	$(BIN)/podium train sft --config $(CLAIM_MMLU)/sft.yaml
@@ -249,10 +250,11 @@ claim-mmlu: $(VENV)/.installed
 
 # The committed MMLU adapter and the question-only routers on the unseen test subjects; last line: one JSON object.
 claim-mmlu-eval: $(VENV)/.installed
-	$(BIN)/podium routing tasks --benchmark mmlu --split test --out $(CLAIM_MMLU_RUNS)/test.jsonl
+	$(CLAIM_MMLU_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_MMLU_RUNS)/recording --split test --out $(CLAIM_MMLU_RUNS)/test.jsonl
 	$(BIN)/podium eval --tasks $(CLAIM_MMLU_RUNS)/test.jsonl --concurrency 2 $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	  --system $(CLAIM_MMLU)/system.yaml --out $(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
-	$(BIN)/podium routing compare --benchmark mmlu --split test --train-limit $(CLAIM_MMLU_TRAIN) --json \
+	$(BIN)/podium routing compare --recording $(CLAIM_MMLU_RUNS)/recording --split test --train-limit $(CLAIM_MMLU_TRAIN) --json \
 	  $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 

@@ -18,7 +18,7 @@ from podium.backends.base import BackendError
 from podium.backends.factory import build_backend
 from podium.core.messages import Message
 from podium.costs.prices import ModelPrice
-from podium.datasets.recording import RecordedOutcome, RecordedTask, RecordedWorker, Recording, SplitRule
+from podium.recording import RecordedOutcome, RecordedTask, RecordedWorker, Recording, SplitRule
 from podium.errors import ConfigError
 from podium.evaluate.routing.config import RecordConfig
 from podium.evaluate.routing.record import RecordingJob, RecordingWriter, new_manifest

@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from podium.cli import app
-from podium.datasets.recording import Recording
+from podium.recording import Recording
 from podium.errors import ConfigError
 from podium.evaluate.routing.routers import cascade_probabilities, operating_point
 from podium.routers.backend import RouterBackend

@@ -7,7 +7,7 @@ import pytest
 
 from podium.backends.scripted import ScriptedBackend
 from podium.core.calls import Status
-from podium.datasets.recording import RecordedTask, hashed_split
+from podium.recording import RecordedTask, hashed_split
 from podium.errors import ConfigError
 from podium.evaluate.routing.metrics import Point, Reference, apgr, cost_apgr, cost_cpt, cost_curve, cpt, curve, pgr
 from podium.evaluate.routing.routers import (

@@ -12,7 +12,7 @@ from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.recording import Recording, hashed_split
+from podium.recording import Recording, hashed_split
 from podium.errors import ConfigError
 from podium.evaluate.routing.importers import GPT4, MIXTRAL, import_routellm
 from podium.evaluate.routing.routers import available_routers, router_curves

@@ -28,7 +28,7 @@ routing from the question alone (an orchestrator with ``reply_chars: 0``): nothi
 A recording may also be a directory of CSVs (one per MMLU subject), read in name order.
 
 **Podium recordings.** A directory written by ``podium routing record`` or ``podium routing import``
-(:mod:`podium.datasets.recording`) replays one of its workers: the one named like the replaying worker, else the
+(:mod:`podium.recording`) replays one of its workers: the one named like the replaying worker, else the
 one whose model it names (so a pool may replay one recorded worker under several names and prices). Its replies
 come with the token counts and latency recorded from the real call, and a call that failed when it was recorded
 fails again, with its reason.
@@ -50,7 +50,7 @@ from pydantic import NonNegativeFloat, PositiveFloat
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.config import Config
 from podium.costs.prices import ModelPrice
-from podium.datasets.recording import MANIFEST, RecordedWorker, Recording, normalise, read_manifest
+from podium.recording import MANIFEST, RecordedWorker, Recording, normalise, read_manifest
 from podium.errors import ConfigError
 from podium.extras import require_extra
 

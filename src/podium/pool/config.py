@@ -10,7 +10,7 @@ from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, 
 from podium.backends.replay import LatencyModel
 from podium.config import Config
 from podium.costs.prices import ModelPrice
-from podium.datasets.recording import read_manifest
+from podium.recording import read_manifest
 from podium.errors import ConfigError
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from podium.core.answers import VerifierKind
 from podium.costs.prices import ModelPrice, PriceCatalog
-from podium.datasets.recording import RecordedTask, Recording, Split
+from podium.recording import RecordedTask, Recording, Split
 from podium.errors import ConfigError
 
 

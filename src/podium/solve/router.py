@@ -27,7 +27,7 @@ from pydantic import Field, PositiveFloat, model_validator
 
 from podium.config import read_structured_file
 from podium.costs.prices import PriceCatalog
-from podium.datasets.recording import OUTCOMES, TASKS, Recording, read_manifest
+from podium.recording import OUTCOMES, TASKS, Recording, read_manifest
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig
 from podium.routers.backend import RouterBackend

@@ -31,7 +31,7 @@ from podium.errors import ConfigError
 from podium.pool.pool import Pool, build_pool, pool_catalog
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig
-from podium.runtime.checks import require_runnable
+from podium.runtime.checks import Problem, require_runnable, worker_file_problems
 from podium.runtime.explore import explore
 from podium.solve.config import SystemConfig, default_name
 
@@ -110,13 +110,15 @@ class System:
             orchestrator = build_backend(own.spec(), pool_catalog(chosen))
         system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
                      orchestrator=orchestrator)  # fmt: skip
-        system.check(source or f"system '{name}'")
+        missing = worker_file_problems(own, "orchestrator") if own is not None else []
+        system.check(source or f"system '{name}'", missing)
         return system
 
-    def check(self, source: str) -> None:
-        """Refuse a system that cannot produce an action, and a user simulator that is not in the pool. Allow
-        and deny names are checked per episode, once its tools (a domain's functions) are known."""
-        require_runnable(self.pool, self.config, source, self.orchestrator)
+    def check(self, source: str, known: Sequence[Problem] = ()) -> None:
+        """Refuse a system that cannot produce an action (the ``known`` problems first: files its own
+        orchestrator loads), and a user simulator that is not in the pool. Allow and deny names are checked per
+        episode, once its tools (a domain's functions) are known."""
+        require_runnable(self.pool, self.config, source, self.orchestrator, known)
         if self.user.worker is not None and self.user.worker not in self.pool.backends:
             raise ConfigError(
                 f"user.worker: '{self.user.worker}' is not a worker of the pool {sorted(self.pool.backends)}"

@@ -10,7 +10,7 @@ import yaml
 
 from podium.config import read_structured_file
 from podium.costs.prices import PriceCatalog
-from podium.datasets.recording import Recording
+from podium.recording import Recording
 from podium.errors import ConfigError
 from podium.evaluate.routing.compare import Comparison, compare
 from podium.evaluate.routing.config import CompareConfig, ThresholdConfig
@@ -49,17 +49,21 @@ def run_comparison(
     if progress is not None:
         progress(f"fitting the routers on {len(train)} train tasks and tracing them on {len(test)} tasks…")
     curves = router_curves(data, train, test, embed=embed, kinds=settings.routers, seed=settings.seed)
-    priced, breakeven = None, None
+    priced, breakeven, uncalibrated = None, None, []
     if reward is not None:
         priced = router_points(test, train, curves.fitted, curves.vectors, reward)
         validation = data.split("validation")
         by_name = {run.name: run for run in runs}
         for name, run_dir in settings.calibrations.items():
-            fitted = fit_calibration(read_orchestrator(name, run_dir, data, validation, sheet))
+            try:
+                fitted = fit_calibration(read_orchestrator(name, run_dir, data, validation, sheet))
+            except ValueError as error:  # its priced row is left out, saying why; the rest of the table stands
+                uncalibrated.append(f"{name} has no {name}_priced row: {error}")
+                continue
             priced[name] = orchestrator_point(calibrated(by_name[name], fitted), train, by_name[name].workers, reward)
         breakeven = recorded_edges(data, train, reward)
     comparison = compare(curves.curves, runs, test, list(data.workers), priced, breakeven)
-    comparison.notes.extend(data.notes)
+    comparison.notes.extend([*data.notes, *uncalibrated])
     if reward is not None:
         comparison.notes.extend(f"{run.name} has no {run.name}_priced row: no validation run calibrates its escalation "
                                 "probability" for run in runs if run.name not in settings.calibrations)  # fmt: skip

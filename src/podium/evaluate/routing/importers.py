@@ -16,7 +16,7 @@ are RouteLLM's recorded True/False.
 response at the model's list price (MMLU: the question and one output token, the option letter).
 
 **Split.** GSM8K by a hash of the normalised question, MMLU by a hash of the subject, so its test subjects are
-unseen in training (:class:`~podium.datasets.recording.SplitRule`): about 20 / 10 / 70 % test / validation / train.
+unseen in training (:class:`~podium.recording.SplitRule`): about 20 / 10 / 70 % test / validation / train.
 GSM8K: 270 / 139 / 910 questions. MMLU: 9 test subjects with 1,521 questions (business ethics, college mathematics,
 medicine and physics, elementary mathematics, high-school European history, nutrition, sociology, US foreign
 policy), 1,310 validation, 10,999 train. GSM8K tasks keep the dataset's order; MMLU tasks are ordered by a hash of
@@ -46,7 +46,7 @@ from podium.core.files import write_atomically
 from podium.costs.prices import PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import get_benchmark, shared_data_dir
-from podium.datasets.recording import (
+from podium.recording import (
     MANIFEST,
     RecordedOutcome,
     RecordedTask,

@@ -26,7 +26,7 @@ from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
 from podium.core.files import write_atomically
 from podium.core.messages import Message
 from podium.datasets.loaders import get_benchmark
-from podium.datasets.recording import (
+from podium.recording import (
     MANIFEST,
     OUTCOMES,
     TASKS,
