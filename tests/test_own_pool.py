@@ -110,7 +110,9 @@ def test_the_readme_own_pool_section_runs_as_written(tmp_path) -> None:
                     time.sleep(0.5)
             assert models == ["cascade-router", "orchestrator_sft"]
             question = json.loads((tmp_path / "runs/own-pool/test.jsonl").read_text().splitlines()[0])["question"]
-            reply = client.chat.completions.create(model="cascade-router", messages=[{"role": "user", "content": question}])
+            reply = client.chat.completions.create(
+                model="cascade-router", messages=[{"role": "user", "content": question}]
+            )
             assert re.search(r"Answer: [A-J]", reply.choices[0].message.content or "")
         finally:
             server.terminate()
@@ -129,8 +131,12 @@ def test_the_readme_own_pool_section_runs_as_written(tmp_path) -> None:
     assert first["cost_apgr"][f"always_{cheapest}"] == pytest.approx(0.5)
     final = last_json(results[11])  # with the orchestrator, on the 6 test tasks it was evaluated on
     assert final["n_test"] == 6 and "orchestrator_sft" in final["accuracy"]
-    run_records = [json.loads(line) for line in (tmp_path / "runs/own-pool/eval-sft/results.jsonl").read_text().splitlines()]
-    assert final["accuracy"]["orchestrator_sft"] == pytest.approx(sum(r["verdict"]["correct"] for r in run_records) / 6, abs=1e-4)
+    run_records = [
+        json.loads(line) for line in (tmp_path / "runs/own-pool/eval-sft/results.jsonl").read_text().splitlines()
+    ]
+    assert final["accuracy"]["orchestrator_sft"] == pytest.approx(
+        sum(r["verdict"]["correct"] for r in run_records) / 6, abs=1e-4
+    )
     spent = sum(r["trajectory"]["usage"]["usd"] for r in run_records) / 6
     assert final["usd_per_question"]["orchestrator_sft"] == pytest.approx(spent, abs=1e-6)
     for system, figures in by_hand(recording, "test", 6).items():

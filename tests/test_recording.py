@@ -18,11 +18,11 @@ from podium.backends.base import BackendError
 from podium.backends.factory import build_backend
 from podium.core.messages import Message
 from podium.costs.prices import ModelPrice
-from podium.recording import RecordedOutcome, RecordedTask, RecordedWorker, Recording, SplitRule
 from podium.errors import ConfigError
 from podium.evaluate.routing.config import RecordConfig
 from podium.evaluate.routing.record import RecordingJob, RecordingWriter, new_manifest
 from podium.pool.config import PoolConfig, WorkerConfig
+from podium.recording import RecordedOutcome, RecordedTask, RecordedWorker, Recording, SplitRule
 from podium.solve.config import SystemConfig
 from tests.workers_server import DATA, SKILL, reply, workers_server
 

@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from podium.cli import app
-from podium.recording import Recording
 from podium.errors import ConfigError
 from podium.evaluate.routing.routers import cascade_probabilities, operating_point
+from podium.recording import Recording
 from podium.routers.backend import RouterBackend
 from podium.routers.data import routing_set
 from podium.routers.decide import cascade_stop
@@ -103,8 +103,8 @@ def test_router_systems_run_evaluate_and_check_from_their_files(tmp_path, monkey
 
 def test_a_router_over_a_pool_that_lacks_its_workers_is_refused(tmp_path) -> None:
     recording = small_recording(tmp_path / "rec")
-    pool = {"workers": [{"name": "w", "backend": "scripted", "model": "w", "replies": ["Answer: A"]},
-                        {"name": "x", "backend": "scripted", "model": "x", "replies": ["Answer: A"]}], "tools": []}  # fmt: skip
+    workers = [{"name": name, "backend": "scripted", "model": name, "replies": ["Answer: A"]} for name in ("w", "x")]
+    pool = {"workers": workers, "tools": []}
     with pytest.raises(ConfigError, match=r"pool: the router was fitted on workers \['w', 's'\]; it lacks \['s'\]"):
         RouterSystemConfig(router="cascade", recording=str(recording), pool=pool).build()
     with pytest.raises(ValueError, match="one value per worker is a cascade's setting"):

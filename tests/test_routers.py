@@ -7,7 +7,6 @@ import pytest
 
 from podium.backends.scripted import ScriptedBackend
 from podium.core.calls import Status
-from podium.recording import RecordedTask, hashed_split
 from podium.errors import ConfigError
 from podium.evaluate.routing.metrics import Point, Reference, apgr, cost_apgr, cost_cpt, cost_curve, cpt, curve, pgr
 from podium.evaluate.routing.routers import (
@@ -18,6 +17,7 @@ from podium.evaluate.routing.routers import (
     weight_sweep,
 )
 from podium.policies import ActionParseError, Answer, Calls, EscalationPolicy, PoolView
+from podium.recording import RecordedTask, hashed_split
 from podium.routers.checks import reply_checks, verify_checks
 from podium.routers.data import Outcome, RoutingItem
 from podium.routers.decide import cascade_stop, choose, choose_by_reward, ranked

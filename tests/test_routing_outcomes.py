@@ -12,11 +12,11 @@ from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.datasets.items import BenchmarkItem
-from podium.recording import Recording, hashed_split
 from podium.errors import ConfigError
 from podium.evaluate.routing.importers import GPT4, MIXTRAL, import_routellm
 from podium.evaluate.routing.routers import available_routers, router_curves
 from podium.graders import Grader, RecordedVerifier
+from podium.recording import Recording, hashed_split
 from podium.routers.data import routing_set
 from podium.runtime import Executor, RunConfig
 from tests.runtime_fixtures import replay_pool

@@ -50,9 +50,9 @@ from pydantic import NonNegativeFloat, PositiveFloat
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.config import Config
 from podium.costs.prices import ModelPrice
-from podium.recording import MANIFEST, RecordedWorker, Recording, normalise, read_manifest
 from podium.errors import ConfigError
 from podium.extras import require_extra
+from podium.recording import MANIFEST, RecordedWorker, Recording, normalise, read_manifest
 
 TOKENIZER = "cl100k_base"
 """The BPE every replayed model's tokens are counted with."""

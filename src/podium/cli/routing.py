@@ -13,9 +13,9 @@ from podium.cli.common import JsonOption, errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
-from podium.recording import Recording, Split
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.routing.config import CompareConfig, RecordConfig, ThresholdConfig
+from podium.recording import Recording, Split
 
 if TYPE_CHECKING:
     from podium.evaluate.routing.compare import Comparison

@@ -10,11 +10,11 @@ from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, 
 from podium.backends.replay import LatencyModel
 from podium.config import Config
 from podium.costs.prices import ModelPrice
-from podium.recording import read_manifest
 from podium.errors import ConfigError
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
+from podium.recording import read_manifest
 from podium.sandbox import SandboxConfig
 
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search", "check_arithmetic"]

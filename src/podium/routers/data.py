@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from podium.core.answers import VerifierKind
 from podium.costs.prices import ModelPrice, PriceCatalog
-from podium.recording import RecordedTask, Recording, Split
 from podium.errors import ConfigError
+from podium.recording import RecordedTask, Recording, Split
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ from pydantic import Field, PositiveFloat, model_validator
 
 from podium.config import read_structured_file
 from podium.costs.prices import PriceCatalog
-from podium.recording import OUTCOMES, TASKS, Recording, read_manifest
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig
+from podium.recording import OUTCOMES, TASKS, Recording, read_manifest
 from podium.routers.backend import RouterBackend
 from podium.routers.data import routing_set
 from podium.routers.fit import fit_router

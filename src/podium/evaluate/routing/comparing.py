@@ -10,7 +10,6 @@ import yaml
 
 from podium.config import read_structured_file
 from podium.costs.prices import PriceCatalog
-from podium.recording import Recording
 from podium.errors import ConfigError
 from podium.evaluate.routing.compare import Comparison, compare
 from podium.evaluate.routing.config import CompareConfig, ThresholdConfig
@@ -25,7 +24,8 @@ from podium.evaluate.routing.priced import (
     worker_edges,
 )
 from podium.evaluate.routing.routers import router_curves
-from podium.routers.data import RoutedWorker, RoutingItem, RoutingSet, mean_costs, routing_set
+from podium.recording import Recording
+from podium.routers.data import RoutedWorker, RoutingItem, routing_set
 from podium.routers.fit import embed
 
 Progress = Callable[[str], None]
@@ -61,7 +61,7 @@ def run_comparison(
                 uncalibrated.append(f"{name} has no {name}_priced row: {error}")
                 continue
             priced[name] = orchestrator_point(calibrated(by_name[name], fitted), train, by_name[name].workers, reward)
-        breakeven = recorded_edges(data, train, reward)
+        breakeven = edges_from_cheapest([recorded_worker(w) for w in data.workers.values()], train, reward)
     comparison = compare(curves.curves, runs, test, list(data.workers), priced, breakeven)
     comparison.notes.extend([*data.notes, *uncalibrated])
     if reward is not None:
@@ -70,11 +70,12 @@ def run_comparison(
     return comparison
 
 
-def recorded_edges(data: RoutingSet, train: Sequence[RoutingItem], reward: CostPenalty) -> float | dict[str, float]:
-    """The break-even probabilities of escalating from the cheapest recorded worker to each other one (one
-    probability where there is one other)."""
-    workers = [recorded_worker(worker) for worker in data.workers.values()]
-    costs = mean_costs(train, [worker.name for worker in workers])
+def edges_from_cheapest(
+    workers: Sequence[Worker], train: Sequence[RoutingItem], reward: CostPenalty
+) -> float | dict[str, float]:
+    """The break-even probabilities of escalating from the cheapest of ``workers`` (mean train cost at its price)
+    to each other one: one probability where there is one other."""
+    costs = [sum(w.usd(item.outcomes[str(w.recorded)]) for item in train) / len(train) for w in workers]
     first = workers[costs.index(min(costs))]
     others = [worker for worker in workers if worker is not first]
     edges = worker_edges(train, first, others, reward)
@@ -92,23 +93,18 @@ def price_threshold(settings: ThresholdConfig, reward: CostPenalty) -> dict[str,
     sheet = price_sheet(settings.prices)
     data = routing_set(Recording.load(settings.recording), sheet)
     train = data.split("train")[: settings.train_limit]
-    breakeven: float | dict[str, float]
-    if settings.system is not None:
-        system = read_structured_file(settings.system)
-        if not isinstance(system, dict):
-            raise ConfigError(f"{settings.system} must hold a mapping of system fields")
-        pool = [w for w in replay_workers(system, Path(settings.system), data, sheet).values() if w.recorded]
+    system = read_structured_file(settings.system) if settings.system is not None else {}
+    if not isinstance(system, dict):
+        raise ConfigError(f"{settings.system} must hold a mapping of system fields")
+    if system.get("pool") is not None:  # the workers of its pool, each at its own price
+        pool = [w for w in replay_workers(system, Path(str(settings.system)), data, sheet).values() if w.recorded]
         if len(pool) < 2:
             raise ConfigError(
                 f"{settings.system}: pool: pricing escalations needs two or more workers of the recording"
             )
-        costs = mean_costs(train, [str(worker.recorded) for worker in pool])
-        first = pool[costs.index(min(costs))]
-        others = [worker for worker in pool if worker is not first]
-        edges = worker_edges(train, first, others, reward)
-        breakeven = edges.get(others[0].name, 1.0) if len(others) == 1 else edges
     else:
-        breakeven = recorded_edges(data, train, reward)
+        pool = [recorded_worker(worker) for worker in data.workers.values()]
+    breakeven = edges_from_cheapest(pool, train, reward)
     fitted = None
     if settings.calibration is not None:
         run = read_orchestrator("orchestrator", settings.calibration, data, data.split("validation"), sheet)

@@ -5,8 +5,8 @@ from typing import Self
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
-from podium.recording import Split, SplitRule
 from podium.graders.grader import GradingConfig
+from podium.recording import Split, SplitRule
 from podium.routers.models import RouterKind
 
 

@@ -46,6 +46,11 @@ from podium.core.files import write_atomically
 from podium.costs.prices import PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import get_benchmark, shared_data_dir
+from podium.errors import ConfigError, PodiumError
+from podium.evaluate.routing.record import RecordingWriter, file_digest, new_manifest, now
+from podium.graders import math as math_grader
+from podium.graders import math_rules
+from podium.graders.math import math_equivalent
 from podium.recording import (
     MANIFEST,
     RecordedOutcome,
@@ -56,11 +61,6 @@ from podium.recording import (
     normalise,
     read_manifest,
 )
-from podium.errors import ConfigError, PodiumError
-from podium.evaluate.routing.record import RecordingWriter, file_digest, new_manifest, now
-from podium.graders import math as math_grader
-from podium.graders import math_rules
-from podium.graders.math import math_equivalent
 
 MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 GPT4 = "gpt-4-1106-preview"

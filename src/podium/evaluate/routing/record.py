@@ -26,6 +26,10 @@ from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
 from podium.core.files import write_atomically
 from podium.core.messages import Message
 from podium.datasets.loaders import get_benchmark
+from podium.errors import ConfigError
+from podium.evaluate.routing.config import RecordConfig
+from podium.graders.grader import Grader, GradingConfig
+from podium.pool.pool import load_pool_config, pool_catalog
 from podium.recording import (
     MANIFEST,
     OUTCOMES,
@@ -35,10 +39,6 @@ from podium.recording import (
     RecordedWorker,
     RecordingManifest,
 )
-from podium.errors import ConfigError
-from podium.evaluate.routing.config import RecordConfig
-from podium.graders.grader import Grader, GradingConfig
-from podium.pool.pool import load_pool_config, pool_catalog
 from podium.solve.jsonl import JsonlLog, read_tasks, write_jsonl
 from podium.solve.runner import BatchRunner
 
