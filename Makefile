@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
+EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2,docs
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval claim-priced-data claim-priced-teacher
+.PHONY: setup demo demo-untrained test test-extras lint docs bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval claim-priced-data claim-priced-teacher
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -44,6 +44,11 @@ test-extras: setup
 lint: setup
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+
+# The documentation site (docs/, mkdocs.yml) into site/: strict, so a broken link, a missing page or any warning
+# fails the build (the test suite builds it the same way). The Reference pages are generated from the code.
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict
 
 bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
@@ -253,4 +258,4 @@ claim-mmlu-eval: $(VENV)/.installed
 	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl site
