@@ -149,8 +149,8 @@ claim-price-point:
 	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)
 
-# Distilling the priced decision into the model (experiments/claim/README.md, "Unseen prices"; an ablation that worked below the list
-# price only): the teacher, CLAIM_PRICED_SYSTEM (the GRPO adapter with GPT-4's price beside each decision), decides at
+# Distilling the priced decision into the model (experiments/claim/README.md, "Unseen prices"; an ablation that
+# worked below the list price only): the teacher, CLAIM_PRICED_SYSTEM (the GRPO adapter with GPT-4's price beside each decision), decides at
 # each training sheet's threshold, calibrated on its own run over the validation questions under that sheet, and plays
 # the first CLAIM_PRICED_TRAIN train questions under it, two sheets side by side; its correct runs become SFT data in
 # $(CLAIM_PRICED_RUNS)/collect-SHEET, which `podium train sft --config experiments/claim/sft-priced.yaml` reads.

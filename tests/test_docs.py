@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from podium.cli.reference import command_page, commands, config_models, config_page, undocumented_fields
 from tests.doc_blocks import CODE, NOT_CODE, ROOT, Block, every_block
 
+pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the site once for every test that reads it
 README_LINES = 300
 MOST_NOT_RUN = 12
 """Code blocks that no test runs as written (each says why); more means the documents drifted from the tests."""
@@ -152,9 +154,10 @@ def test_every_program_runs(block: Block, tmp_path):
 def test_every_config_file_passes_podium_check(block: Block, tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(block.text, encoding="utf-8")
+    commands_here = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])  # an MCP server's
     completed = subprocess.run(  # from the repository root, where the files a config names are
         [sys.executable, "-m", "podium", "check", "--pending-ok", str(path)], cwd=ROOT, capture_output=True,
-        text=True, timeout=120, env={**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])},
+        text=True, timeout=120, env={**os.environ, "PATH": commands_here},
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert ": ok (" in completed.stdout
