@@ -14,24 +14,25 @@ import yaml
 from podium.cli.reference import command_page, commands, config_models, config_page, undocumented_fields
 from tests.doc_blocks import CODE, NOT_CODE, ROOT, Block, every_block
 
-pytestmark = pytest.mark.xdist_group("docs")  # one worker builds the site once for every test that reads it
 README_LINES = 300
 MOST_NOT_RUN = 12
 """Code blocks that no test runs as written (each says why); more means the documents drifted from the tests."""
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
+def test_the_site_builds_strict_and_its_reference_lists_every_command_option_and_field(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-5000:]
-    return out
+    for page in nav_pages():
+        assert (tmp_path / page.removesuffix(".md").removesuffix("index") / "index.html").is_file(), page
+    assert (tmp_path / "research" / "results" / "routing.svg").is_file()  # the claim notes' chart, beside its page
+    cli_page_lists_every_command_and_option((tmp_path / "reference" / "cli" / "index.html").read_text("utf-8"))
+    config_page_lists_every_field((tmp_path / "reference" / "config" / "index.html").read_text("utf-8"))
 
 
-def test_the_site_builds_strict_with_every_page(site):
+def nav_pages() -> list[str]:
     nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8").replace("!!python/name:", ""))["nav"]
 
     def pages(entries: list) -> list[str]:
@@ -41,14 +42,10 @@ def test_the_site_builds_strict_with_every_page(site):
                 found += pages(value) if isinstance(value, list) else [value]
         return found
 
-    for page in pages(nav):
-        built = site / page.removesuffix(".md").removesuffix("index") / "index.html"
-        assert built.is_file(), page
-    assert (site / "research" / "results" / "routing.svg").is_file()  # the claim notes' chart, beside its page
+    return pages(nav)
 
 
-def test_the_cli_reference_lists_every_command_and_option(site):
-    page = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+def cli_page_lists_every_command_and_option(page: str) -> None:
     walked = list(commands())
     assert len(walked) > 40
     for name, command in walked:
@@ -58,8 +55,7 @@ def test_the_cli_reference_lists_every_command_and_option(site):
                 assert parameter.opts[0] in page, f"{name} {parameter.opts[0]}"
 
 
-def test_the_config_reference_lists_every_field_of_every_config_model(site):
-    page = (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
+def config_page_lists_every_field(page: str) -> None:
     models = config_models()
     names = {model.__name__ for model in models}
     assert {"SystemConfig", "PoolConfig", "WorkerConfig", "RunConfig", "SFTConfig", "GRPOConfig", "SandboxConfig",
