@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2
+EXTRAS ?= dev,local,search,report,train,replay,mcp,ray,tau2,docs
 
-.PHONY: setup demo demo-untrained test test-extras lint bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval claim-priced-data claim-priced-teacher
+.PHONY: setup demo demo-untrained test test-extras lint docs bench clean claim claim-eval claim-sweep claim-price-point claim-mmlu claim-mmlu-eval claim-unseen claim-unseen-eval claim-priced-data claim-priced-teacher
 
 setup: $(VENV)/.installed
 	@./scripts/install-system-deps.sh
@@ -44,6 +44,11 @@ test-extras: setup
 lint: setup
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+
+# The documentation site (docs/, mkdocs.yml) into site/: strict, so a broken link, a missing page or any warning
+# fails the build (the test suite builds it the same way). The Reference pages are generated from the code.
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict
 
 bench: setup
 	$(BIN)/python benchmarks/bench_sandbox.py
@@ -148,8 +153,8 @@ claim-price-point:
 	$(CLAIM_EVAL) --system $(CLAIM_THRESHOLD_RUN).yaml --out $(CLAIM_THRESHOLD_RUN) $(CLAIM_QUIET)
 	$(CLAIM_COMPARE) --orchestrator orchestrator_grpo_threshold=$(CLAIM_THRESHOLD_RUN)
 
-# Distilling the priced decision into the model (README, "Unseen prices"; an ablation that worked below the list
-# price only): the teacher, CLAIM_PRICED_SYSTEM (the GRPO adapter with GPT-4's price beside each decision), decides at
+# Distilling the priced decision into the model (experiments/claim/README.md, "Unseen prices"; an ablation that
+# worked below the list price only): the teacher, CLAIM_PRICED_SYSTEM (the GRPO adapter with GPT-4's price beside each decision), decides at
 # each training sheet's threshold, calibrated on its own run over the validation questions under that sheet, and plays
 # the first CLAIM_PRICED_TRAIN train questions under it, two sheets side by side; its correct runs become SFT data in
 # $(CLAIM_PRICED_RUNS)/collect-SHEET, which `podium train sft --config experiments/claim/sft-priced.yaml` reads.
@@ -259,4 +264,4 @@ claim-mmlu-eval: $(VENV)/.installed
 	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl site

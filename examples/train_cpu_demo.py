@@ -12,8 +12,9 @@
 4. Held-out accuracy (greedy, and sampled at the RL temperature), reward and cost before SFT, after SFT and
    after GRPO, plus the GRPO training curve.
 
-Run: ``.venv/bin/python examples/train_cpu_demo.py`` (30-40 minutes on one busy CPU thread); ``--quick`` runs a
-few-minute version that only checks the pipeline.
+Run: ``.venv/bin/python examples/train_cpu_demo.py`` (30-40 minutes on one busy CPU thread); ``--quick`` runs the
+smallest version that only checks the pipeline (one question per phase, one step of each training, a LoRA adapter on
+the top two layers so that the backward pass stops there; about a minute on an idle CPU).
 """
 
 import argparse
@@ -34,7 +35,7 @@ from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.datasets.items import BenchmarkItem
-from podium.train.config import GRPOConfig, ModelConfig, RewardConfig, RolloutConfig, SFTConfig
+from podium.train.config import GRPOConfig, LoraConfig, ModelConfig, RewardConfig, RolloutConfig, SFTConfig
 from podium.train.grpo import run_grpo
 from podium.train.model import load_model
 from podium.train.rollouts import ExecutorRollouts, collect
@@ -87,10 +88,10 @@ def teacher(expressions: dict[str, str]) -> Any:
     return reply
 
 
-def rollout_config(out: Path, temperature: float, max_tokens: int) -> RolloutConfig:
+def rollout_config(out: Path, temperature: float, max_tokens: int, max_turns: int) -> RolloutConfig:
     sheet = out / "prices.yaml"
     sheet.write_text(yaml.safe_dump(PRICES))
-    return RolloutConfig(max_turns=3, max_tokens=max_tokens, temperature=temperature, price_sheets=[str(sheet)])
+    return RolloutConfig(max_turns=max_turns, max_tokens=max_tokens, temperature=temperature, price_sheets=[str(sheet)])
 
 
 def run_all(source: Any, tasks: list[Task], seed: int) -> list[Trajectory]:
@@ -99,32 +100,54 @@ def run_all(source: Any, tasks: list[Task], seed: int) -> list[Trajectory]:
     return asyncio.run(collect(source, questions, seeds, [None] * len(tasks), concurrency=1))
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """What every held-out evaluation shares: the work directory, the rollouts' limits, the samples per question
+    drawn at the RL temperature, and the teacher's episodes, which Uno's cost bracket sees first."""
+
+    out: Path
+    max_turns: int
+    max_tokens: int
+    temperature: float
+    samples: int
+    teacher_items: list[BenchmarkItem]
+    teacher_trajectories: list[Trajectory]
+
+    def rollouts(self, temperature: float) -> RolloutConfig:
+        return rollout_config(self.out, temperature, self.max_tokens, self.max_turns)
+
+
 def score(
-    model: Any, tokenizer: Any, tasks: list[Task], out: Path, costs: list[float], temperature: float, name: str
+    model: Any, tokenizer: Any, tasks: list[Task], evaluation: Evaluation, temperature: float, name: str
 ) -> list[Scored]:
-    """Held-out rollouts through the executor, scored with Uno's reward (ĉ placed against the teacher's costs)."""
+    """Held-out rollouts through the executor, scored with Uno's reward: its rolling cost bracket sees the
+    teacher's episodes first, so ĉ places each rollout's cost against the teacher's as well as the batch's."""
     backend = LocalBackend.from_loaded(model, tokenizer, LocalBackendConfig(model=POLICY))
-    source = ExecutorRollouts.from_config(rollout_config(out, temperature, 96), backend)
+    source = ExecutorRollouts.from_config(evaluation.rollouts(temperature), backend)
     trajectories = run_all(source, tasks, seed=10_000)
-    write_trajectories(out / f"eval-{name}.jsonl", trajectories, append=False)
+    write_trajectories(evaluation.out / f"eval-{name}.jsonl", trajectories, append=False)
     scorer = RewardScorer(RewardConfig(), ["python"])
-    scorer.bracket.observe(costs)
+    asyncio.run(scorer.score(evaluation.teacher_items, evaluation.teacher_trajectories))
     return asyncio.run(scorer.score([task.item(i) for i, task in enumerate(tasks)], trajectories))
 
 
 def evaluate(
-    model: Any, tokenizer: Any, tasks: list[Task], out: Path, costs: list[float], phase: str, temperature: float
-) -> dict[str, float]:
-    """Greedy accuracy and reward, and accuracy when sampling at the RL temperature (mean over two samples per
-    question, as ParaManager reports mean@k at temperature 1.0)."""
+    model: Any, tokenizer: Any, tasks: list[Task], evaluation: Evaluation, phase: str
+) -> dict[str, float | None]:
+    """Greedy accuracy and reward, and accuracy when sampling at the RL temperature (mean over ``samples`` samples
+    per question, as ParaManager reports mean@k at temperature 1.0; none drawn when ``samples`` is 0)."""
     started = time.perf_counter()
     model.eval()
     slug = phase.replace(" ", "-")
-    greedy = score(model, tokenizer, tasks, out, costs, 0.0, f"{slug}-greedy")
-    sampled = score(model, tokenizer, tasks + tasks, out, costs, temperature, f"{slug}-sampled")
+    greedy = score(model, tokenizer, tasks, evaluation, 0.0, f"{slug}-greedy")
+    sampled = []
+    if evaluation.samples:
+        sampled = score(
+            model, tokenizer, tasks * evaluation.samples, evaluation, evaluation.temperature, f"{slug}-sampled"
+        )
     return {
         "accuracy": mean([s.correct for s in greedy]),
-        "sampled_accuracy": mean([s.correct for s in sampled]),
+        "sampled_accuracy": mean([s.correct for s in sampled]) if sampled else None,
         "reward": mean([s.reward for s in greedy]),
         "python_calls": mean([len(s.trajectory.results) for s in greedy]),
         "usd": mean([s.trajectory.usage.usd for s in greedy]),
@@ -132,10 +155,10 @@ def evaluate(
     }
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/podium-train-demo"), help="Work directory.")
-    parser.add_argument("--quick", action="store_true", help="A few-minute run that only checks the pipeline.")
+    parser.add_argument("--quick", action="store_true", help="The smallest run, that only checks the pipeline.")
     parser.add_argument("--sft-examples", type=int, default=12, help="Teacher trajectories.")
     parser.add_argument("--sft-steps", type=int, default=3, help="SFT optimiser steps (batch 4).")
     parser.add_argument("--sft-lr", type=float, default=5e-5, help="SFT learning rate (constant).")
@@ -145,87 +168,110 @@ def main() -> None:
     parser.add_argument("--questions-per-step", type=int, default=2)
     parser.add_argument("--temperature", type=float, default=0.8, help="Sampling temperature of GRPO rollouts.")
     parser.add_argument("--eval-questions", type=int, default=16)
-    args = parser.parse_args()
-    if args.quick:
-        args.sft_examples, args.grpo_steps, args.eval_questions = 4, 1, 3
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    began = time.perf_counter()
-    model_config = ModelConfig(name=POLICY, cpu_threads=1)
-    sft_tasks = make_tasks(args.sft_examples, seed=1)
-    rl_tasks = make_tasks(args.grpo_steps * args.questions_per_step, seed=2)
-    held_out = make_tasks(args.eval_questions, seed=3)
-
-    expressions = {task.question: task.expression for task in sft_tasks}
-    scripted = ScriptedBackend([teacher(expressions)], repeat_last=True, model=POLICY)
-    demonstrations = run_all(ExecutorRollouts.from_config(rollout_config(out, 0.0, 96), scripted), sft_tasks, 0)
-    write_trajectories(out / "sft.jsonl", demonstrations, append=False)
-    costs = [trajectory.usage.usd for trajectory in demonstrations]
-    (out / "tasks.jsonl").write_text("".join(json.dumps(t.item(i).model_dump()) + "\n" for i, t in enumerate(rl_tasks)))
-
-    results: dict[str, dict[str, float]] = {}
-    model, tokenizer = load_model(model_config, "cpu")
-    results["before SFT"] = evaluate(model, tokenizer, held_out, out, costs, "before SFT", args.temperature)
-    print("before SFT", results["before SFT"], flush=True)
-
-    sft = SFTConfig(
-        trajectories=[str(out / "sft.jsonl")],
-        output_dir=str(out / "sft"),
-        model=model_config,
-        learning_rate=args.sft_lr,
-        lr_scheduler="constant",
-        warmup_steps=0,
-        max_steps=args.sft_steps,
-        batch_size=4,
-        logging_steps=1,
-        device="cpu",
+    parser.add_argument("--eval-samples", type=int, default=2, help="Sampled attempts per held-out question.")
+    parser.add_argument("--max-turns", type=int, default=3, help="Turns of a rollout (the teacher takes 2).")
+    parser.add_argument("--max-tokens", type=int, default=96, help="Token budget of one orchestrator turn.")
+    parser.add_argument(
+        "--lora-layers", type=int, nargs="*", help="Train a LoRA adapter on these decoder layers, not all weights."
     )
+    args = parser.parse_args()
+    if args.quick:  # one question per phase, one step of each training on the top two layers, one-turn rollouts
+        args.sft_examples, args.sft_steps, args.grpo_steps, args.group_size, args.questions_per_step = 1, 1, 1, 2, 1
+        args.eval_questions, args.eval_samples, args.max_turns, args.max_tokens = 1, 0, 1, 48
+        args.lora_layers = [28, 29]
+    return args
+
+
+def demonstrate(args: argparse.Namespace) -> Evaluation:
+    """The scripted teacher's episodes (``sft.jsonl``), and the evaluation settings that place costs against
+    them."""
+    tasks = make_tasks(args.sft_examples, seed=1)
+    scripted = ScriptedBackend(
+        [teacher({task.question: task.expression for task in tasks})], repeat_last=True, model=POLICY
+    )
+    teaching = rollout_config(args.out, 0.0, args.max_tokens, max_turns=3)
+    demonstrations = run_all(ExecutorRollouts.from_config(teaching, scripted), tasks, 0)
+    write_trajectories(args.out / "sft.jsonl", demonstrations, append=False)
+    items = [task.item(i) for i, task in enumerate(tasks)]
+    return Evaluation(
+        args.out, args.max_turns, args.max_tokens, args.temperature, args.eval_samples, items, demonstrations
+    )
+
+
+def train(args: argparse.Namespace, evaluation: Evaluation) -> dict[str, Any]:
+    """Evaluate the base model, SFT it on the demonstrations, evaluate, GRPO it, evaluate."""
+    out, model_config = args.out, ModelConfig(name=POLICY, cpu_threads=1)
+    lora = LoraConfig(layers=args.lora_layers) if args.lora_layers else None
+    held_out = make_tasks(args.eval_questions, seed=3)
+    rl_tasks = make_tasks(args.grpo_steps * args.questions_per_step, seed=2)
+    (out / "tasks.jsonl").write_text("".join(json.dumps(t.item(i).model_dump()) + "\n" for i, t in enumerate(rl_tasks)))
+    results: dict[str, dict[str, float | None]] = {}
+    model, tokenizer = load_model(model_config, "cpu")
+    results["before SFT"] = evaluate(model, tokenizer, held_out, evaluation, "before SFT")
+    print("before SFT", results["before SFT"], flush=True)
+    sft = SFTConfig(
+        trajectories=[str(out / "sft.jsonl")], output_dir=str(out / "sft"), model=model_config, lora=lora,
+        learning_rate=args.sft_lr, lr_scheduler="constant", warmup_steps=0, max_steps=args.sft_steps, batch_size=4,
+        logging_steps=1, device="cpu",
+    )  # fmt: skip
     started = time.perf_counter()
     sft_result = run_sft(sft, model=model, tokenizer=tokenizer)
     sft_seconds = time.perf_counter() - started
-    results["after SFT"] = evaluate(model, tokenizer, held_out, out, costs, "after SFT", args.temperature)
+    results["after SFT"] = evaluate(model, tokenizer, held_out, evaluation, "after SFT")
     print("after SFT", results["after SFT"], flush=True)
-
-    rollout = rollout_config(out, args.temperature, 96)
     grpo = GRPOConfig(
-        tasks=str(out / "tasks.jsonl"),
-        output_dir=str(out / "grpo"),
-        model=model_config.model_copy(update={"path": str(sft_result.path)}),
-        rollout=rollout,
-        learning_rate=args.grpo_lr,
-        group_size=args.group_size,
-        batch_size=args.group_size * args.questions_per_step,
-        max_steps=args.grpo_steps,
-        logging_steps=1,
-        device="cpu",
-    )
+        tasks=str(out / "tasks.jsonl"), output_dir=str(out / "grpo"),
+        model=trained(model_config, sft_result.path, lora),
+        rollout=evaluation.rollouts(args.temperature), learning_rate=args.grpo_lr, group_size=args.group_size,
+        batch_size=args.group_size * args.questions_per_step, max_steps=args.grpo_steps, logging_steps=1, device="cpu",
+    )  # fmt: skip
     started = time.perf_counter()
     grpo_result = run_grpo(grpo)
     grpo_seconds = time.perf_counter() - started
-    model, tokenizer = load_model(model_config.model_copy(update={"path": str(grpo_result.path)}), "cpu")
-    results["after GRPO"] = evaluate(model, tokenizer, held_out, out, costs, "after GRPO", args.temperature)
-
-    curve = [
-        {"step": entry["step"], "reward": entry["reward"], "accuracy": entry["podium/accuracy"]}
+    model, tokenizer = load_model(trained(model_config, grpo_result.path, lora), "cpu")
+    results["after GRPO"] = evaluate(model, tokenizer, held_out, evaluation, "after GRPO")
+    curve = [  # Podium's own metrics: TRL leaves its reward empty for a step whose groups were all dropped
+        {"step": entry["step"], "reward": entry["podium/reward"], "accuracy": entry["podium/accuracy"]}
         for entry in grpo_result.log
         if "podium/accuracy" in entry
     ]
-    summary = {"results": results, "grpo_curve": curve, "sft_seconds": sft_seconds, "grpo_seconds": grpo_seconds}
-    summary["wall_seconds"] = time.perf_counter() - began
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(f"\nheld-out: {len(held_out)} questions; SFT on {len(demonstrations)} teacher trajectories")
-    print(f"sampled: mean over 2 samples per question at temperature {args.temperature}")
-    header = f"{'phase':<12}{'greedy acc':>11}{'sampled acc':>12}{'reward':>8}{'python/q':>10}{'USD/q':>11}"
-    print(header)
-    for phase, row in results.items():
+    return {"results": results, "grpo_curve": curve, "sft_seconds": sft_seconds, "grpo_seconds": grpo_seconds}
+
+
+def trained(base: ModelConfig, output: Path, lora: LoraConfig | None) -> ModelConfig:
+    """The model a training run wrote: its weights, or its adapter over the base model."""
+    return base.model_copy(update={"adapter" if lora else "path": str(output)})
+
+
+def report(summary: dict[str, Any], args: argparse.Namespace, demonstrations: int) -> None:
+    print(f"\nheld-out: {args.eval_questions} questions; SFT on {demonstrations} teacher trajectories")
+    if args.eval_samples:
+        print(f"sampled: mean over {args.eval_samples} samples per question at temperature {args.temperature}")
+    print(f"{'phase':<12}{'greedy acc':>11}{'sampled acc':>12}{'reward':>8}{'python/q':>10}{'USD/q':>11}")
+    for phase, row in summary["results"].items():
+        sampled = "-" if row["sampled_accuracy"] is None else f"{row['sampled_accuracy']:.3f}"
         print(
-            f"{phase:<12}{row['accuracy']:>11.3f}{row['sampled_accuracy']:>12.3f}{row['reward']:>8.3f}"
+            f"{phase:<12}{row['accuracy']:>11.3f}{sampled:>12}{row['reward']:>8.3f}"
             f"{row['python_calls']:>10.2f}{row['usd']:>11.2e}"
         )
     print("\nGRPO training curve (per step, over its rollouts):")
-    for point in curve:
+    for point in summary["grpo_curve"]:
         print(f"  step {point['step']:>3}  reward {point['reward']:.3f}  accuracy {point['accuracy']:.3f}")
-    print(f"\nSFT {sft_seconds:.0f} s, GRPO {grpo_seconds:.0f} s, total {summary['wall_seconds']:.0f} s → {out}")
+    print(
+        f"\nSFT {summary['sft_seconds']:.0f} s, GRPO {summary['grpo_seconds']:.0f} s, "
+        f"total {summary['wall_seconds']:.0f} s → {args.out}"
+    )
+
+
+def main() -> None:
+    args = arguments()
+    args.out.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    evaluation = demonstrate(args)
+    summary = train(args, evaluation)
+    summary["wall_seconds"] = time.perf_counter() - began
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    report(summary, args, len(evaluation.teacher_trajectories))
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
-"""Every command of the README runs as written, so the README cannot rot.
+"""Every command of the README and the documentation runs as written, so neither can rot.
 
-The commands are read from the README's ``console`` blocks (lines starting with ``$ ``, split at `` ; ``). Each
-must be listed in :data:`README_COMMANDS` (a README command missing there fails the first test), which says what
-the test adds to keep it small and offline (fewer turns, steps or items; a free port), and each runs in a fresh
-directory where ``examples/`` is the repository's, so whatever it writes stays in that directory.
+The commands are read from the ``console`` and ``bash`` blocks of the README, the documentation site and the
+research notes (:mod:`tests.doc_blocks`; blocks marked as not run here are left to the tests their markers name).
+Each must be listed in :data:`DOC_COMMANDS` (a command missing there fails the first test), which says what the test
+adds to keep it small and offline (fewer turns, steps or items; a free port), and each runs in a fresh directory
+where ``examples/`` is the repository's, so whatever it writes stays in that directory.
 """
 
 import asyncio
 import glob
 import json
 import os
-import re
 import shlex
 import socket
 import subprocess
@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+from tests.doc_blocks import ROOT, blocks, commands, every_block
 
-README_COMMANDS: dict[str, list[str]] = {
-    'podium run "What is 17 * 23?" --pool examples/demo/pool.yaml --policy serial --max-turns 2 --max-tokens 512 '
-    "--allow python --trace out.jsonl": ["--max-turns", "1"],
+SERVE_GUIDE = ROOT / "docs" / "guides" / "serve.md"
+RUN = 'podium run "What is 17 * 23?" --pool examples/demo/pool-trained.yaml --config examples/demo/serial.yaml'
+SFT = "podium train sft --config examples/data/train_sft.yaml --max-steps 2"
+
+DOC_COMMANDS: dict[str, list[str]] = {
+    RUN: ["--max-turns", "1", "--trace", "out.jsonl"],
     'podium ask "What is the capital of France?"': ["--max-tokens", "16"],
     "podium tools list --pool examples/pool.yaml": [],
     'podium tools call python --args \'{"code": "print(6*7)"}\'': [],
@@ -45,7 +47,7 @@ README_COMMANDS: dict[str, list[str]] = {
         "--trace",
         "airline.jsonl",
     ],
-    "podium train sft --config examples/data/train_sft.yaml": ["--max-steps", "1", "--trajectories", "short.jsonl"],
+    SFT: ["--max-steps", "1", "--trajectories", "short.jsonl"],
     "podium train grpo --config examples/data/train_grpo.yaml": [],
     "podium eval --benchmark gsm8k --system examples/systems/embedded-single-model.yaml --limit 2 --out runs/gsm8k": [
         "--limit",
@@ -59,23 +61,34 @@ README_COMMANDS: dict[str, list[str]] = {
     "podium eval --benchmark tau2_retail --system examples/systems/embedded-tau2.yaml --limit 1 --out "
     "runs/retail --tau2-results runs/retail.json": [],
     "podium env score runs/retail.json": [],
+    "podium check examples/pool.yaml": [],
+    "podium mcp serve --pool examples/pool.yaml": [],
+    "podium eval --tasks examples/data/quiz.jsonl --system examples/systems/embedded-single-model.yaml --limit 2 "
+    "--out runs/quiz": ["--limit", "1"],
 }
-"""README command → arguments the test appends (a later option wins over the README's)."""
+"""Documented command → arguments the test appends (a later option wins over the documented one)."""
+SCRIPTS = {
+    "examples/data_collect_sft.sh runs/data-collect-sft": "tests/test_examples.py",
+    "python examples/train_cpu_demo.py --quick --out runs/train-demo": "tests/test_examples.py",
+}
+"""Documented runs of shipped scripts → the test that runs them (with the same arguments)."""
 
 
-def readme_commands() -> list[str]:
-    """The commands of the README's console blocks, in order."""
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    lines = [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
-    return [command.strip() for line in lines for command in line.split(" ; ")]
+def doc_commands() -> list[str]:
+    """The commands of every document's console and bash blocks that are run here, in order."""
+    return [command for block in every_block() if block.language in {"console", "bash"} and block.not_run is None
+            for command in commands(block)]  # fmt: skip
 
 
-def test_every_readme_command_is_tested_and_every_file_it_names_exists():
-    commands = readme_commands()
-    assert sorted(commands) == sorted(README_COMMANDS), "README and README_COMMANDS differ"
-    named = {word for command in commands for word in shlex.split(command) if word.startswith("examples/")}
+def test_every_documented_command_is_tested_and_every_file_it_names_exists():
+    documented = doc_commands()
+    assert sorted(set(documented)) == sorted({*DOC_COMMANDS, *SCRIPTS}), "the documents and DOC_COMMANDS differ"
+    for script, test in SCRIPTS.items():
+        path = next(word for word in script.split() if word.endswith((".py", ".sh")))
+        assert path in (ROOT / test).read_text(encoding="utf-8")
+    named = {word for command in documented for word in shlex.split(command) if word.startswith("examples/")}
     missing = sorted(path for path in named if not glob.glob(path, root_dir=ROOT))  # a wildcard must match something
-    assert not missing, f"the README names files the repository lacks: {missing}"
+    assert not missing, f"the documents name files the repository lacks: {missing}"
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +101,7 @@ def workdir(tmp_path_factory) -> Path:
 
 
 def podium(workdir: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    words = shlex.split(command)[1:] + README_COMMANDS[command]
+    words = shlex.split(command)[1:] + DOC_COMMANDS[command]
     # As a shell would: a word with a wildcard becomes the matching paths.
     arguments = [path for word in words for path in (sorted(glob.glob(word, root_dir=workdir)) or [word])]
     return subprocess.run(
@@ -104,6 +117,7 @@ FAST = [
     "podium env replay retail --task 46",
     "podium experiment check experiments/*.yaml",
     "podium check examples/systems/*.yaml",
+    "podium check examples/pool.yaml",
 ]
 
 
@@ -114,9 +128,19 @@ def test_quick_commands(workdir, command):
     assert completed.stdout.strip()
 
 
-def test_tools_call_prints_what_the_readme_shows(workdir):
-    completed = podium(workdir, 'podium tools call python --args \'{"code": "print(6*7)"}\'')
+def test_tools_call_prints_what_the_documents_show(workdir):
+    command = 'podium tools call python --args \'{"code": "print(6*7)"}\''
+    completed = podium(workdir, command)
     assert completed.stdout == "42\n" and "status   OK" in completed.stderr
+    shown = [block.text for block in every_block() if f"$ {command}\n42\nstatus   OK\n" in block.text]
+    assert len(shown) == 2  # the quickstart's tour and the pool guide
+
+
+def test_mcp_serve_starts_on_stdio_and_ends_with_its_input(workdir):
+    words = shlex.split("podium mcp serve --pool examples/pool.yaml")[1:]
+    completed = subprocess.run([sys.executable, "-m", "podium", *words], cwd=workdir, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
 
 
 def test_index_build_then_search(workdir):
@@ -131,16 +155,18 @@ def test_grade_prints_what_the_readme_shows(workdir):
     completed = podium(workdir, "podium grade --responses examples/data/responses_math500.jsonl --benchmark math500")
     assert completed.returncode == 1, completed.stderr  # one row of the example is not gradable, on purpose
     summary = "7 rows: 4 correct, 2 wrong, 1 not graded; accuracy 0.667 over graded rows"
-    assert summary in completed.stdout and summary in README.read_text(encoding="utf-8")
+    graders = ROOT / "docs" / "concepts" / "graders.md"
+    assert summary in completed.stdout and summary in graders.read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
-        'podium run "What is 17 * 23?" --pool examples/demo/pool.yaml --policy serial --max-turns 2 '
-        "--max-tokens 512 --allow python --trace out.jsonl",
+        RUN,
         'podium ask "What is the capital of France?"',
+        "podium eval --tasks examples/data/quiz.jsonl --system examples/systems/embedded-single-model.yaml "
+        "--limit 2 --out runs/quiz",
         "podium describe-model smollm2 --tasks examples/tasks.jsonl --pool examples/pool.yaml -n 2",
     ],
 )
@@ -193,7 +219,7 @@ def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir)
     [trajectories] = config["trajectories"]
     lines = (ROOT / trajectories).read_text(encoding="utf-8").splitlines()
     (workdir / "short.jsonl").write_text("".join(f"{line}\n" for line in sorted(lines, key=len)[:SFT_BATCH]))
-    sft = podium(workdir, "podium train sft --config examples/data/train_sft.yaml")
+    sft = podium(workdir, SFT)
     assert sft.returncode == 0, sft.stderr
     assert (workdir / "checkpoints" / "sft" / "config.json").exists()
 
@@ -248,8 +274,8 @@ def test_serve_model_answers_on_its_port(workdir):
         server.wait(timeout=30)
 
 
-def run_readme_client(workdir: Path, serve: list[str], client: str, timeout: float) -> subprocess.CompletedProcess:
-    """Start ``podium serve`` with the arguments ``serve`` on a free port, run the README's ``client`` code against
+def run_guide_client(workdir: Path, serve: list[str], client: str, timeout: float) -> subprocess.CompletedProcess:
+    """Start ``podium serve`` with the arguments ``serve`` on a free port, run the guide's ``client`` code against
     it once it listens (bounded: 180 s), and stop the server."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -275,16 +301,19 @@ def run_readme_client(workdir: Path, serve: list[str], client: str, timeout: flo
         server.wait(timeout=30)
 
 
+def serve_guide_clients() -> list[str]:
+    """The serve guide's client programs: a request, a stream, a client tool."""
+    return [block.text for block in blocks(SERVE_GUIDE) if block.language == "python"]
+
+
 @pytest.mark.slow
-def test_serve_answers_the_readme_client(workdir):
-    readme = README.read_text(encoding="utf-8")
-    client = re.search(r"```python\n(from openai import OpenAI\n.*?)```", readme, re.S)
-    assert client, "the README's client example is missing"
+def test_serve_answers_the_guides_client(workdir):
+    client = serve_guide_clients()[0]
     serve = shlex.split("podium serve --port 8000")[1:-2]
-    # One orchestrator turn instead of the README's two, as the model commands above run with fewer turns.
-    assert '"max_turns": 2' in client.group(1)
-    code = client.group(1).replace('"max_turns": 2', '"max_turns": 1')
-    completed = run_readme_client(workdir, serve, code, timeout=600)
+    # One orchestrator turn instead of the guide's two, as the model commands above run with fewer turns.
+    assert '"max_turns": 2' in client
+    code = client.replace('"max_turns": 2', '"max_turns": 1')
+    completed = run_guide_client(workdir, serve, code, timeout=600)
     assert completed.returncode == 0, completed.stderr
     assert "CompletionUsage" in completed.stdout
 
@@ -300,15 +329,14 @@ SCRIPTED_SERVING = {
         ["3 widgets cost $13.5 stop"],
     ),
 }  # fmt: skip
-"""The README's streaming and client-tool examples, each against a scripted orchestrator (its replies) that does
+"""The serve guide's streaming and client-tool examples, each against a scripted orchestrator (its replies) that does
 what the example shows, and what each must print."""
 
 
 @pytest.mark.parametrize("example", sorted(SCRIPTED_SERVING))
-def test_the_readme_streaming_and_client_tool_examples_run(workdir, tmp_path, example):
-    blocks = re.findall(r"```python\n(from openai import OpenAI\n.*?|import json\n\nfrom openai import OpenAI\n.*?)```",
-                        README.read_text(encoding="utf-8"), re.S)  # fmt: skip
-    scripts = {"streaming": blocks[1], "client tool": blocks[2]}
+def test_the_guides_streaming_and_client_tool_examples_run(workdir, tmp_path, example):
+    clients = serve_guide_clients()
+    scripts = {"streaming": clients[1], "client tool": clients[2]}
     assert "stream=True" in scripts["streaming"] and "tool_calls" in scripts["client tool"]
     replies, printed = SCRIPTED_SERVING[example]
     workers = [
@@ -320,7 +348,7 @@ def test_the_readme_streaming_and_client_tool_examples_run(workdir, tmp_path, ex
     (tmp_path / "system.json").write_text(json.dumps(system))
     trace = tmp_path / "trace.jsonl"
     serve = ["serve", "--system", str(tmp_path / "system.json"), "--trace", str(trace)]
-    completed = run_readme_client(workdir, serve, scripts[example], timeout=120)
+    completed = run_guide_client(workdir, serve, scripts[example], timeout=120)
     assert completed.returncode == 0, completed.stderr
     assert all(text in completed.stdout for text in printed), completed.stdout
     [trajectory] = [json.loads(line) for line in trace.read_text().splitlines()]

@@ -14,15 +14,16 @@ Run: ``.venv/bin/python examples/demo/make_sft_data.py`` (a minute; it runs the 
 
 import argparse
 import asyncio
+import json
 import random
 import re
 from pathlib import Path
 
 from podium.backends.base import ChatBackend, Completion, GenerationRequest
+from podium.core.budget import StopReason
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.pool.pool import Pool, build_pool, load_pool_config
-from podium.pool.roles import CODE_PROMPT
 from podium.pool.summarizer import SUMMARIZER_PROMPT
 from podium.runtime import Executor, RunConfig
 
@@ -61,33 +62,42 @@ def last_result(text: str) -> str:
     return (output.group(1) if output else body).strip()
 
 
-class Teacher(ChatBackend):
-    """Writes the ideal action for the conversation it is given; records the worker conversations it serves."""
+class Worker(ChatBackend):
+    """The teacher as the pool's worker: it writes the program of the code_reasoner role and of execute_python
+    subtasks (any request but the summarizer's), and the summarizer's answer; it records each conversation."""
+
+    supports_regex = True
+
+    def __init__(self, expression: str) -> None:
+        super().__init__("smollm2")
+        self.expression = expression
+        self.conversations: list[list[Message]] = []
+
+    async def _complete(self, request: GenerationRequest) -> Completion:
+        messages = request.messages
+        if messages[0].content == SUMMARIZER_PROMPT:
+            # The summary grammar ends at the box's closing brace, as the prompt asks ("end with ... \boxed{}").
+            reply = f"The result is \\boxed{{{last_result(messages[-1].content)}}}"
+        else:
+            reply = json.dumps({"code": f"print({self.expression})"})
+        self.conversations.append([*messages, Message(role="assistant", content=reply)])
+        return Completion(matching(reply, request), 0, 0, "stop")
+
+
+class Orchestrator(ChatBackend):
+    """The teacher as the orchestrator: the ideal action of each policy for the conversation it is given."""
 
     supports_regex = True
 
     def __init__(self, expression: str) -> None:
         super().__init__("teacher")
         self.expression = expression
-        self.worker_conversations: list[list[Message]] = []
 
     async def _complete(self, request: GenerationRequest) -> Completion:
-        messages = request.messages
-        system, last = messages[0].content, messages[-1].content
-        if system in (CODE_PROMPT, SUMMARIZER_PROMPT):
-            if system == CODE_PROMPT:
-                reply = f'{{"code": "print({self.expression})"}}'
-            else:
-                reply = f"The result is \\boxed{{{last_result(last)}}}."
-            self.worker_conversations.append([*messages, Message(role="assistant", content=reply)])
-        else:
-            reply = self.orchestrate(system, messages)
-        if request.regex is not None and not re.fullmatch(request.regex, reply):
-            raise AssertionError(f"the teacher's reply does not match the policy's grammar: {reply!r}")
-        return Completion(reply, 0, 0, "stop")
+        return Completion(matching(self.orchestrate(request.messages), request), 0, 0, "stop")
 
-    def orchestrate(self, system: str, messages: list[Message]) -> str:
-        first = len(messages) == 2
+    def orchestrate(self, messages: list[Message]) -> str:
+        system, first = messages[0].content, len(messages) == 2
         call = f'<tool_call>{{"name": "python", "arguments": {{"code": "print({self.expression})"}}}}</tool_call>'
         if "<plan" in system:
             if first:
@@ -107,21 +117,33 @@ class Teacher(ChatBackend):
         return call if first else f"<answer>{last_result(messages[-1].content)}</answer>"
 
 
+def matching(reply: str, request: GenerationRequest) -> str:
+    """``reply``, checked against the grammar the request decodes under: data the model could not have written
+    would teach it nothing."""
+    if request.regex is not None and not re.fullmatch(request.regex, reply):
+        raise AssertionError(f"the teacher's reply does not match the grammar of its request: {reply!r}")
+    return reply
+
+
 async def episodes(pool_file: Path, per_policy: int, seed: int) -> list[Trajectory]:
     """Teacher episodes for every policy, and the worker conversations they caused."""
     base = build_pool(load_pool_config(pool_file))
     trajectories: list[Trajectory] = []
     for offset, (policy, max_tokens) in enumerate(MAX_TOKENS.items()):
         for question, expression in questions(per_policy, seed + offset):
-            teacher = Teacher(expression)
-            pool = Pool(base.config, base.prices, base.sandbox, {"smollm2": teacher}, base.labels)
+            worker = Worker(expression)
+            pool = Pool(base.config, base.prices, base.sandbox, {"smollm2": worker}, base.labels)
             settings = RunConfig(policy=policy, max_turns=3, max_tokens=max_tokens)
-            executor = Executor(pool, settings, orchestrator=teacher)
+            executor = Executor(pool, settings, orchestrator=Orchestrator(expression))
             trajectory = await executor.run(question)
-            if trajectory.answer is None:
-                raise RuntimeError(f"the teacher did not answer {question!r} ({policy}): {trajectory.stop_reason}")
+            failed = [f"{result.status.value}: {result.reason}" for result in trajectory.results if not result.ok]
+            if trajectory.answer is None or failed or trajectory.stop_reason is not StopReason.ANSWER:
+                raise RuntimeError(
+                    f"the teacher's {policy} episode on {question!r} went wrong: stop {trajectory.stop_reason}, "
+                    f"answer {trajectory.answer!r}, failed calls {failed}"
+                )
             trajectories.append(trajectory)
-            for conversation in teacher.worker_conversations:
+            for conversation in worker.conversations:
                 trajectories.append(Trajectory(question=question, answer="", messages=conversation))
     return trajectories
 

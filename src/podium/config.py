@@ -57,11 +57,6 @@ class Config(BaseModel):
         """Load a YAML or JSON file into this config."""
         return cls.from_dict(read_structured_file(path), source=str(path))
 
-    @classmethod
-    def field_help(cls) -> dict[str, str]:
-        """Field name → its documented meaning (drives CLI help and docs)."""
-        return {name: field.description or "" for name, field in cls.model_fields.items()}
-
 
 def describe_validation_error(
     error: ValidationError, source: str, data: Any, flags: Mapping[str, str] | None = None

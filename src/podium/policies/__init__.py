@@ -1,5 +1,6 @@
-"""The three action spaces on one executor: serial (ToolOrchestra), parallel rounds (ParaManager) and DAG
-selective delegation (Uno-Orchestra)."""
+"""The four action spaces on one executor: serial (ToolOrchestra), parallel rounds (ParaManager), DAG selective
+delegation (Uno-Orchestra) and escalate (one word a turn: a worker answers, then the orchestrator accepts its reply
+or escalates to another)."""
 
 from collections.abc import Mapping
 from typing import Literal

@@ -96,7 +96,7 @@ class Policy(ABC):
     actions are carried out. Answers and rounds of tool calls are handled here; subclasses add their own."""
 
     name: str
-    """``serial``, ``parallel`` or ``dag``."""
+    """``serial``, ``parallel``, ``dag`` or ``escalate``."""
     max_turns: int
     """Default turn limit when the budget sets none."""
     max_calls_per_round: int
