@@ -183,6 +183,7 @@ class Episode:
         turn = Turn(
             index=len(self.trajectory.turns),
             output=output,
+            output_chars=generated.text_chars,
             usage=generated.usage,
             choices=choices,
             choice_probs=generated.choice_probs,

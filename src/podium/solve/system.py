@@ -7,7 +7,8 @@ either a benchmark item or a question as written:
 
 * a tool-use (tau2) item is a conversation with the simulated user (:func:`podium.envs.conversation.run_task`);
 * any other item is sent with the answer-format instruction of its verifier appended, and its final answer is
-  extracted for the verifier as the model-only baselines do (the raw answer stays in ``metadata["raw_answer"]``).
+  extracted for the verifier as the model-only baselines do (the raw answer stays in ``metadata["raw_answer"]``
+  when extraction changed it).
   The instruction goes into the task rather than the system prompt because the runtime hands the task, not the
   system prompt, to the roles and to the parallel policy's summarizer, which write answers too;
 * a question as written (a served chat, an RL task) is sent unchanged, and its answer kept as written.
@@ -173,7 +174,8 @@ class System:
         if isinstance(task, BenchmarkItem):
             raw = trajectory.answer
             trajectory.answer = None if raw is None else extract_answer(raw, task.verifier)
-            trajectory.metadata["raw_answer"] = raw
+            if raw != trajectory.answer:  # each text once per record
+                trajectory.metadata["raw_answer"] = raw
         return trajectory
 
     async def explore(
