@@ -24,6 +24,7 @@ from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
+from podium.costs.ledger import RunCap
 from podium.datasets.items import BenchmarkItem
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
@@ -39,12 +40,13 @@ from podium.solve.config import SystemConfig, default_name
 @dataclass(frozen=True)
 class Chat:
     """What a served conversation adds to its episode: the client's tools, the earlier turns, the text of its
-    system messages, and who follows the episode's steps."""
+    system messages, who follows the episode's steps, and the API key's allowance its steps draw on."""
 
     tools: Sequence[Tool] = ()
     history: Sequence[Message] = ()
     instructions: str | None = None
     on_event: OnEvent | None = None
+    allowance: RunCap | None = None
 
 
 def question_with_format(item: BenchmarkItem) -> str:
@@ -170,6 +172,7 @@ class System:
             history=chat.history,
             metadata=metadata,
             on_event=chat.on_event,
+            allowance=chat.allowance,
         )
         if isinstance(task, BenchmarkItem):
             raw = trajectory.answer
