@@ -11,8 +11,10 @@ non-finite numbers in every config field, and calls that return too much or nest
 4. Calls returning up to 3 MB of text, structure or error text, or values nested up to 320 levels: the largest
    stored trajectory line, and memory for three 20 MB results against three small ones. Target: 0 violations,
    lines bounded (at 3e5431e a 20 MB result made a 20 MB line).
-5. With --mcp-megabytes N (0 skips it): an MCP server's N MB text and N MB error, and a reply too deep for the
-   SDK to read: status, seconds and the stored line.
+5. With --mcp-megabytes N (0 skips it): an MCP server's N MB text and N MB error, a reply too deep for the
+   SDK to read, and a 2N MB line that is no reply followed by an ordinary call: status, seconds and the stored
+   line. Target (issue 54): the line fails its call alone and the next call is OK at once (at 97064a4 a 40 MB
+   line took the SDK's reader about 19 s, and the calls behind it timed out).
 """
 
 import argparse
@@ -134,6 +136,8 @@ def mcp(megabytes: float) -> None:
             (f"{megabytes:g} MB error", "t__big", {"megabytes": megabytes, "error": True}),
             ("a reply 200 levels deep", "t__deep", {"levels": 200}),
             ("a value 100 levels deep", "t__deep", {"levels": 100}),
+            (f"a {2 * megabytes:g} MB line that is no reply", "t__garble", {"megabytes": 2 * megabytes}),
+            ("the call after it", "t__add", {"a": 1, "b": 2}),
         ):
             started = time.perf_counter()
             result = asyncio.run(pool.registry.call(ToolCall(name=tool, arguments=arguments)))

@@ -28,6 +28,37 @@ SETTLE_S = 0.3
 """How long none of a round's processes must be seen before the round counts as clean."""
 
 
+DETACHING_PROGRAMS = {
+    # a grandchild in a session of its own: out of the reach of any signal to the program's process group
+    "setsid": textwrap.dedent(
+        """
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            os.execv('/bin/sleep', ['sleep', '3600'])
+        time.sleep(3600)
+        """
+    ),
+    # a program that disarms what the kernel would signal it with when its parent or the host goes: the
+    # parent-death signal, and the asynchronous signal of every descriptor it holds
+    "disarmed": textwrap.dedent(
+        """
+        import ctypes, fcntl, os
+        ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG 0
+        for fd in map(int, os.listdir('/proc/self/fd')):
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_ASYNC)
+                fcntl.fcntl(fd, fcntl.F_SETOWN, 0)
+            except OSError:
+                pass
+        os.execv('/bin/sleep', ['sleep', '3600'])
+        """
+    ),
+}
+"""Sandboxed programs that leave the reach of a signal to their process group or of their parent's death (each
+ends up running ``sleep``): each must still die with its sandbox when the host is killed."""
+
+
 @dataclass(frozen=True)
 class KillRound:
     """What one round found."""

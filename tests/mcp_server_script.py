@@ -1,6 +1,7 @@
 """A small MCP server for the tests, on the official SDK: ``python -m tests.mcp_server_script`` serves over
 stdio, ``… --http PORT`` over streamable HTTP on 127.0.0.1. Its tools add, fail, sleep, crash the server, and
-return too much: megabytes of text or of error, and structured content nested thousands of levels deep."""
+return too much: megabytes of text or of error, structured content nested thousands of levels deep, and a line
+of megabytes that is not JSON in place of a reply."""
 
 import asyncio
 import os
@@ -11,6 +12,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("podium-test-server", log_level="CRITICAL")  # the big errors are results, not log noise
+WIRE = os.dup(1)
+"""The stdio wire, kept before the SDK diverts file descriptor 1 to stderr while it serves."""
 
 
 @server.tool()
@@ -54,6 +57,17 @@ def deep(levels: int) -> dict[str, Any]:
     for _ in range(levels):
         value = {"inner": value}
     return value
+
+
+@server.tool()
+async def garble(megabytes: float) -> str:
+    """Write a line of that many megabytes that is not JSON-RPC in place of the reply (stdio only), then never
+    reply."""
+    line = memoryview(b"x" * int(megabytes * 1_000_000) + b"\n")
+    while line:
+        line = line[os.write(WIRE, line) :]
+    await asyncio.sleep(3600)
+    return "never"
 
 
 @server.tool()

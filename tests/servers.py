@@ -86,6 +86,8 @@ class FaultServer:
     seed: int = 0
     reported_usage: dict[str, Any] = field(default_factory=dict)
     """The ``usage`` object of ``reported`` replies (an otherwise good reply)."""
+    reported_content: str = "fine"
+    """The message content of ``reported`` replies."""
     served: list[str] = field(default_factory=list)
     requests: int = 0
     in_flight: int = 0
@@ -145,7 +147,9 @@ class FaultServer:
         elif fault in LYING:
             send("200 OK", LYING[fault])
         elif fault == "reported":
-            send("200 OK", json.dumps({**OK_BODY, "usage": self.reported_usage}).encode())
+            body = copy.deepcopy(OK_BODY)
+            body["choices"][0]["message"]["content"] = self.reported_content  # type: ignore[index]
+            send("200 OK", json.dumps({**body, "usage": self.reported_usage}).encode())
         elif fault in ("trickle", "trickle_headers", "close", "hang"):
             await self._stall(fault, writer)
         elif fault == "429":

@@ -2,18 +2,22 @@
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
-from podium.backends.http import HttpBackend, HttpBackendConfig
+from podium.backends.http import HttpBackend, HttpBackendConfig, reply_bytes_bound
 from podium.core.budget import StopReason
 from podium.core.calls import Status
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, to_json_line
-from podium.costs.bounds import prompt_token_bound
+from podium.costs.bounds import completion_chars_bound, prompt_token_bound
 from podium.costs.prices import ModelPrice
+from podium.datasets.loaders import shared_data_dir
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
@@ -184,3 +188,83 @@ def test_a_lying_worker_cannot_overspend_the_cap() -> None:
     assert served and all(result.usage.output_tokens == 50 for result in served)  # max_tokens, not 10M
     assert any(result.refused for result in trajectory.results), "the cap was reached"
     assert trajectory.usage.usd <= 0.05 and set(server.served) <= set(LYING)
+
+
+def test_a_reply_longer_than_max_tokens_can_decode_to_is_cut_and_its_size_kept() -> None:
+    long = "7" * 100_000  # a server claiming 20 tokens for it
+    generation = asyncio.run(Garbage(Completion(long, 3, 20, finish_reason="stop")).generate(QUESTION, max_tokens=10))
+    assert generation.text == long[: completion_chars_bound(10)] and generation.text_chars == 100_000
+    assert generation.finish_reason == "length"
+    honest = asyncio.run(Garbage(Completion("7" * 2_000, 3, 20)).generate(QUESTION, max_tokens=10))
+    assert honest.text_chars is None and len(honest.text) == 2_000
+
+
+def test_a_body_larger_than_max_tokens_can_take_is_refused_naming_its_size() -> None:
+    server = FaultServer(
+        ["reported"], reported_content="9" * 3_000_000, reported_usage={"prompt_tokens": 3, "completion_tokens": 20}
+    )
+    with server.running() as url, pytest.raises(BackendError) as error:
+        generate(backend(url, max_reply_bytes=16 << 20), max_tokens=256)
+    assert f"larger than {reply_bytes_bound(256)} bytes, the most a reply of max_tokens=256 takes" in str(error.value)
+    assert "it declared 3000" in str(error.value) and server.requests == 1
+
+
+EVAL_PEAK_RSS_MB = 200
+"""The most an evaluation of two items may hold at once, whatever its orchestrator replies (it holds ~125 MB)."""
+
+
+@pytest.mark.skipif(not shared_data_dir().is_dir(), reason="shared benchmark data not present")
+@pytest.mark.parametrize("megabytes", [15, 0.5], ids=["refused-body", "cut-text"])
+def test_a_huge_reply_claiming_20_tokens_costs_a_bounded_record_and_memory(tmp_path: Path, megabytes: float) -> None:
+    # Issue 54: a remote orchestrator replying 15 MB while claiming 20 tokens (max_tokens 256) made a 90 MB results
+    # line per item (the text stored six times) and held 708 MB for 2 items. Now a body larger than 256 tokens can
+    # take is refused, and a text longer than they can decode to is cut, its size kept; each text is stored once.
+    text = "<answer>" + "1" * int(megabytes * 1_000_000) + "</answer>"
+    server = FaultServer(
+        ["reported"], reported_content=text, reported_usage={"prompt_tokens": 30, "completion_tokens": 20}
+    )
+    with server.running() as url:
+        worker = {"name": "o", "backend": "http", "model": "m", "base_url": url, "max_retries": 0,
+                  "price": {"input_per_mtok": 0, "output_per_mtok": 0}}  # fmt: skip
+        system = tmp_path / "system.yaml"
+        system.write_text(json.dumps({"kind": "orchestrator", "name": "huge", "max_tokens": 256, "max_turns": 2,
+                                      "pool": {"workers": [worker], "tools": []}}))  # fmt: skip
+        command = [sys.executable, "-m", "podium", "eval", "--benchmark", "gsm8k", "--system", str(system),
+                   "--limit", "2", "--out", str(tmp_path / "run"), "--quiet"]  # fmt: skip
+        peak_mb = _run_measured(command, tmp_path / "stderr", timeout_s=300)
+    lines = (tmp_path / "run" / "results.jsonl").read_bytes().splitlines()
+    assert len(lines) == 2 and max(len(line) for line in lines) < 2_000_000
+    assert peak_mb < EVAL_PEAK_RSS_MB, f"peak RSS {peak_mb:.0f} MB"
+    stderr = (tmp_path / "stderr").read_bytes()
+    assert len(stderr) < 10_000, stderr[:500]  # warnings, not the text
+    records = [json.loads(line) for line in lines]
+    if megabytes > 1:
+        assert all("larger than" in record["error"] and "max_tokens=256" in record["error"] for record in records)
+    else:
+        turns = [turn for record in records for turn in record["trajectory"]["turns"]]
+        assert turns and all(turn["output_chars"] == len(text) and "output" not in turn for turn in turns)
+
+
+PEAK_RSS_WRAPPER = """
+import os, subprocess, sys, time
+stderr, timeout_s, *command = sys.argv[1:]
+child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(stderr, "wb"))
+deadline = time.monotonic() + float(timeout_s)
+while not (ended := os.wait4(child.pid, os.WNOHANG))[0]:
+    if time.monotonic() > deadline:
+        child.kill()
+        sys.exit(f"{command} did not end within {timeout_s} s")
+    time.sleep(0.05)
+print(ended[2].ru_maxrss)
+"""
+"""Runs a command and prints its peak resident memory (KiB). Measured from this small process rather than from
+the test's: a child's ru_maxrss includes what its parent had resident when it forked (torch, in a test worker)."""
+
+
+def _run_measured(command: list[str], stderr: Path, timeout_s: float) -> float:
+    """Run ``command``, its stderr to the file ``stderr``; its peak resident memory in MB (of the command and the
+    descendants it waited for)."""
+    wrapper = [sys.executable, "-I", "-c", PEAK_RSS_WRAPPER, str(stderr), str(timeout_s), *command]
+    measured = subprocess.run(wrapper, capture_output=True, text=True, check=False)
+    assert measured.returncode == 0, measured.stderr
+    return int(measured.stdout) / 1024

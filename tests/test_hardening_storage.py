@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podium.core.budget import StopReason
-from podium.core.calls import CallUsage, Status, ToolCall, ToolResult
+from podium.core.calls import MAX_STORED_VALUE_CHARS, CallUsage, Status, ToolCall, ToolResult
 from podium.core.jsonsafe import DEPTH_MARKER, MAX_DEPTH, nesting_depth, replace_surrogates
 from podium.core.messages import Message
 from podium.core.trajectory import Trajectory, Turn, read_trajectories, to_json_line, write_trajectories
@@ -124,3 +124,27 @@ def test_eval_stores_unstorable_records_once_and_never_reruns_them(tmp_path: Pat
     assert dropped == 0 and all(record.answer and record.answer.startswith("\ufffd") for record in records)
     assert all("storage_error" in record.trajectory.metadata for record in records)
     assert all(json.loads(line) for line in (tmp_path / RESULTS_FILE).read_text(encoding="utf-8").splitlines())
+
+
+def test_a_turn_output_is_stored_once_and_read_back_whole() -> None:
+    history = [Message(role="user", content="earlier"), Message(role="assistant", content="same")]
+    turns = [Turn(index=0, output="same"), Turn(index=1, output="<answer>4</answer>"), Turn(index=2, output="lost")]
+    messages = [Message(role="system", content="s"), *history, Message(role="user", content="task")]
+    messages += [Message(role="assistant", content="same"), Message(role="user", content="observed")]
+    messages += [Message(role="assistant", content="<answer>4</answer>")]
+    trajectory = Trajectory(question="q", turns=turns, messages=messages)
+    stored = json.loads(to_json_line(trajectory))
+    # history's "same" comes first and holds the same text: either holds it, the text is written once
+    assert [turn.get("output_message") for turn in stored["turns"]] == [2, 6, None]
+    assert [turn.get("output") for turn in stored["turns"]] == [None, None, "lost"]  # no message holds "lost"
+    assert Trajectory.model_validate_json(to_json_line(trajectory)) == trajectory
+    with pytest.raises(ValueError, match="output_message 9 names no message"):
+        Trajectory.model_validate({**stored, "turns": [{**stored["turns"][0], "output_message": 9}]})
+
+
+def test_a_call_s_arguments_are_stored_within_the_limit_and_its_size_kept() -> None:
+    call = ToolCall(name="python", arguments={"code": "x" * (MAX_STORED_VALUE_CHARS * 3)})
+    result = ToolResult(call=call, status=Status.PARSE_ERR, reason="bad")
+    assert result.arguments_chars == len(json.dumps(call.arguments)) and len(result.call.arguments) <= 65_536
+    assert call.arguments["code"] == "x" * (MAX_STORED_VALUE_CHARS * 3)  # the call itself keeps them whole
+    assert ToolResult(call=ToolCall(name="python", arguments={"code": "1"}), status=Status.OK).arguments_chars is None

@@ -106,6 +106,36 @@ def test_what_a_server_returns_is_stored_within_limits_and_deep_replies_fail_at_
         pool.close()
 
 
+@pytest.mark.parametrize(
+    ("megabytes", "limits", "reason"),
+    [(40, {}, "ValidationError"), (3, {"max_reply_mb": 1}, "a line longer than 1048576 bytes")],
+    ids=["40MB-not-json", "over-max_reply_mb"],
+)
+def test_a_huge_line_that_is_no_reply_fails_its_call_alone(megabytes, limits, reason) -> None:
+    # Megabytes of non-JSON in place of a reply: that call fails at once, and the next ones are served normally
+    # (the SDK's stdio reader took about 19 s over a 40 MB line, and the calls behind it timed out).
+    pool = pool_with({"name": "t", "command": SCRIPT, "cwd": str(REPO), "timeout_s": 8, **limits})
+    try:
+        garbled = call(pool, "t__garble", megabytes=megabytes)
+        assert garbled.status == "EXEC_ERR", garbled.reason
+        assert "sent a reply the client cannot read" in (garbled.reason or "") and reason in (garbled.reason or "")
+        after = [call(pool, "t__add", a=1, b=n) for n in range(3)]
+        assert [(a.status, a.observation) for a in after] == [("OK", "1"), ("OK", "2"), ("OK", "3")], after
+    finally:
+        pool.close()
+
+
+def test_stdio_lines_are_split_across_chunks_and_bounded() -> None:
+    from podium.pool.builtin.mcp_stdio import LineSplitter, LineTooLong
+
+    splitter = LineSplitter(limit=5)
+    assert splitter.feed(b"ab") == [] and splitter.feed(b"c\nde") == [b"abc"]
+    assert splitter.feed(b"f\n\n12345\n") == [b"def", b"", b"12345"]
+    [too_long] = splitter.feed(b"123456")
+    assert isinstance(too_long, LineTooLong) and "longer than 5 bytes" in str(too_long)
+    assert splitter.feed(b"789" * 1000) == [] and splitter.feed(b"0\nok\n") == [b"ok"]  # skipped to its end
+
+
 def test_mcp_tools_serve_an_episode() -> None:
     pool = pool_with({"name": "calc", "command": SCRIPT, "cwd": str(REPO)})
     try:

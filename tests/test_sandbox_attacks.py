@@ -4,6 +4,7 @@ Heavier loops of the same attacks (kill -9 of the parent in many rounds) are in 
 """
 
 import asyncio
+import contextlib
 import errno
 import os
 import signal
@@ -17,8 +18,9 @@ import time
 import pytest
 
 from podium.core import Status
-from podium.sandbox import seccomp
+from podium.sandbox import seccomp, tagged_processes
 
+from .host_kill import DETACHING_PROGRAMS
 from .test_sandbox_support import own_sandbox, run, runs, unique_tag, wait_until_gone
 
 ARCHITECTURE = seccomp.host_architecture()
@@ -293,13 +295,13 @@ def test_ptrace_is_refused(sandbox):
     assert result.stdout.splitlines() == ["-1 1", "-1 1"], result.stderr
 
 
-def _start_parent(tag: str, code: str, warm: int) -> subprocess.Popen[bytes]:
+def _start_parent(tag: str, code: str, warm: int, wall_s: float = 120) -> subprocess.Popen[bytes]:
     """A separate Python process, started by this test, running a sandbox until it is killed."""
     script = textwrap.dedent(
         f"""
         import asyncio
         from podium.sandbox import Sandbox, SandboxConfig
-        sandbox = Sandbox(SandboxConfig(tag={tag!r}, wall_time_s=120, warm_sandboxes={warm}))
+        sandbox = Sandbox(SandboxConfig(tag={tag!r}, wall_time_s={wall_s}, warm_sandboxes={warm}))
         asyncio.run(sandbox.run_python({code!r}))
         """
     )
@@ -329,3 +331,26 @@ def test_nothing_outlives_a_kill_9_of_its_parent(warm):
             if parent.stderr:
                 parent.stderr.close()
         assert wait_until_gone(tag) == []
+
+
+@pytest.mark.parametrize("program", DETACHING_PROGRAMS)
+def test_no_detached_program_outlives_a_kill_9_of_its_parent(program):
+    # Nothing the program does may keep its sandbox alive once the host is gone: no process of it is left
+    # within the wall-clock limit plus 2 s of the kill.
+    tag, wall_s = unique_tag(), 4.0
+    parent = _start_parent(tag, DETACHING_PROGRAMS[program], warm=1, wall_s=wall_s)
+    try:
+        _wait_for_program(tag, parent)
+        time.sleep(0.2)  # the program has detached or disarmed by now
+    finally:
+        os.kill(parent.pid, signal.SIGKILL)  # the parent is this test's own process
+        parent.wait()
+        if parent.stderr:
+            parent.stderr.close()
+    killed = time.monotonic()
+    while (left := tagged_processes(tag)) and time.monotonic() - killed < wall_s + 2:
+        time.sleep(0.02)
+    for pid in left:  # this test's own leftovers: end them so that a failure leaves nothing behind
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []

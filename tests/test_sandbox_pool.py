@@ -169,7 +169,7 @@ def test_another_sandboxs_processes_are_not_this_tests_concern():
 
 
 def test_the_launcher_stops_the_program_when_the_host_lets_go_of_its_stdin(tmp_path):
-    # The lifeline itself, without bubblewrap: the host closing the request pipe (as its death would) must kill
+    # The launcher alone, without bubblewrap: the host closing the request pipe (as its death would) must kill
     # the program at once, however busy it is.
     tag = unique_tag()
     report_read, report_write = os.pipe()

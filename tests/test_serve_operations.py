@@ -1,8 +1,10 @@
 """`podium serve` in operation: the bounded queue (429 / 503 with Retry-After), cancellation when a client goes away,
 Prometheus metrics, API keys with daily USD limits, request logs, request body limits and non-finite numbers."""
 
+import asyncio
 import datetime
 import json
+import re
 import threading
 import time
 
@@ -129,6 +131,45 @@ def test_api_keys_have_daily_usd_limits_that_survive_a_restart(tmp_path, monkeyp
         pytest.raises(openai.RateLimitError, match="has spent its"),
     ):
         client(url, api_key="alice-key").chat.completions.create(model="tiny-orchestrator", messages=ask())
+
+
+KEY_LIMIT_USD = 5.0
+REQUESTS = 150
+REFUSAL = re.compile(r"has \$([0-9.]+) left after what is spent and held, and the step could cost up to \$([0-9.]+)")
+
+
+def test_a_key_limit_is_spent_step_by_step_by_concurrent_capped_requests(tmp_path, monkeypatch) -> None:
+    # Issue 54: each request held its whole max_usd of the key's day, so 150 concurrent requests capped at $1 on a
+    # $5 key got 145 429s with $0.30 spent. Now each step holds its bound only while it runs: the key spends up to
+    # its limit and never past it, and a request is refused only when what is left cannot pay for its next step.
+    monkeypatch.setenv("TEAM_KEY", "team-key")
+    spend = tmp_path / "spend.jsonl"
+    keys = [ApiKey(name="team", key_env="TEAM_KEY", max_usd_per_day=KEY_LIMIT_USD)]
+    served_system = system(delay=0.02)
+    question = "What is 6*7? " + "Say how you got it. " * 30  # ~$0.06 a request: 150 of them would spend $9
+    body = {"model": "tiny-orchestrator", "messages": ask(question), "podium": {"max_usd": 1.0}}
+
+    async def hammer(url: str) -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=REQUESTS)
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+            headers = {"authorization": "Bearer team-key"}
+            return await asyncio.gather(*(http.post("/chat/completions", json=body, headers=headers)
+                                          for _ in range(REQUESTS)))  # fmt: skip
+
+    with served(served_system, keys=keys, spend_file=str(spend), max_concurrent=REQUESTS) as url:
+        replies = asyncio.run(hammer(url))
+        answered = [reply.json() for reply in replies if reply.status_code == 200]
+        refused = [reply.json()["error"] for reply in replies if reply.status_code == 429]
+    spent = sum(json.loads(line)["usd"] for line in spend.read_text().splitlines())
+    assert KEY_LIMIT_USD - 1.0 < spent <= KEY_LIMIT_USD, f"${spent:.4f} spent, {len(refused)} of {REQUESTS} refused"
+    assert len(answered) + len(refused) == REQUESTS and answered and refused
+    assert all(error["code"] == "insufficient_quota" for error in refused), refused[0]
+    # each refusal came when what the key had left could not pay for the refused step: at most one step is unspent
+    shortfalls = [REFUSAL.search(error["message"]) for error in refused]
+    assert all(shortfalls), refused
+    steps = [(float(found[1]), float(found[2])) for found in shortfalls if found]
+    assert all(left < step for left, step in steps) and KEY_LIMIT_USD - spent < max(step for _, step in steps)
+    assert spent >= sum(reply["podium"]["usd"] for reply in answered) - 1e-9  # refused episodes may have spent too
 
 
 def test_request_logs_are_json_lines_per_response_and_episode(tmp_path) -> None:

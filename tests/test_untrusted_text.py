@@ -2,6 +2,7 @@
 reach the terminal, in tables, plain lines and JSON alike."""
 
 import json
+import logging
 
 import pytest
 from rich.console import Console
@@ -103,3 +104,19 @@ def test_grade_prints_responses_as_text(tmp_path):
     result = runner.invoke(app, ["grade", "--responses", str(responses), "--kind", "em"])
     assert result.exit_code == 0, result.output
     assert "[red]" in result.stdout and acting(result.output) == []
+
+
+def test_math_verify_warnings_and_verdicts_keep_a_printable_excerpt_of_the_answer(caplog):
+    # math-verify's "Timeout during parsing: <the whole answer>" printed megabytes of a model's reply.
+    import podium.graders.math  # noqa: F401  (adds the filter to math-verify's loggers)
+    from podium.graders.verdict import Verdict
+
+    answer = HOSTILE + "[" * 1_000_000
+    message = f"Timeout during parsing: {answer}"
+    with caplog.at_level(logging.WARNING, logger="math_verify.parser"):
+        logging.getLogger("math_verify.parser").warning(message)
+    [record] = caplog.records
+    assert len(record.getMessage()) < 600 and f"{len(message)} characters in all" in record.getMessage()
+    assert acting(record.getMessage()) == [] and record.getMessage().startswith("Timeout during parsing: ")
+    verdict = Verdict.binary(False, extracted=answer, reason=f"'{answer}' is not equivalent to '4'")
+    assert len(verdict.extracted or "") <= 4_096 and len(verdict.reason or "") <= 4_096

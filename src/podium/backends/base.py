@@ -8,7 +8,10 @@ Every reply is data, never a crash: a completion of the wrong types or ranges, o
 becomes a :class:`BackendError` (EXEC_ERR, or TIMEOUT) with a reason. Usage is charged at most at what was
 asked for: completion tokens at the request's ``max_tokens``, prompt tokens at :meth:`prompt_token_bound`
 (the tokenizer's count where the backend has one, else the proven UTF-8 bound of :mod:`podium.costs.bounds`);
-a generation whose reported usage was cut says so in :attr:`Generation.clipped`.
+a generation whose reported usage was cut says so in :attr:`Generation.clipped`. The text is bounded by the same
+request: a reply longer than ``max_tokens`` tokens can decode to (:func:`~podium.costs.bounds.completion_chars_bound`)
+is cut there, its finish reason set to ``length`` and its length as returned kept in :attr:`Generation.text_chars`,
+so that a server sending megabytes while claiming a few tokens costs no more memory or storage than an honest one.
 """
 
 import logging
@@ -23,7 +26,7 @@ from pydantic import NonNegativeFloat, NonNegativeInt
 from podium.core.calls import CallUsage, Status
 from podium.core.messages import Message
 from podium.core.record import Record
-from podium.costs.bounds import CostBound, generation_bound, prompt_token_bound
+from podium.costs.bounds import CostBound, completion_chars_bound, generation_bound, prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.errors import PodiumError
 
@@ -57,6 +60,9 @@ class Generation(Record):
     choice_probs: dict[str, float] | None = None
     """For a reply constrained to a finite set of choices, by a backend that can tell: each choice's probability
     under the model (temperature 1)."""
+    text_chars: NonNegativeInt | None = None
+    """Set when the reply was longer than the request's ``max_tokens`` can decode to and ``text`` was cut to that
+    bound: its length as the backend returned it."""
 
     @property
     def usage(self) -> CallUsage:
@@ -201,17 +207,26 @@ class ChatBackend(ABC):
                 f"charged {input_tokens} (the prompt's bound) and {output_tokens} (max_tokens)"
             )
             log.warning("%s: %s", self.model, clipped)
+        text, finish_reason, text_chars = completion.text, completion.finish_reason, None
+        longest = completion_chars_bound(request.max_tokens)
+        if len(text) > longest:
+            text, finish_reason, text_chars = text[:longest], "length", len(text)
+            log.warning(
+                "%s: a reply of %d characters was cut to %d, the most max_tokens=%d can decode to",
+                self.model, text_chars, longest, request.max_tokens,
+            )  # fmt: skip
         return Generation(
-            text=completion.text,
+            text=text,
             model=completion.model or self.model,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             usd=self.price.cost(input_tokens, output_tokens),
             latency_s=completion.latency_s if completion.latency_s is not None else latency_s,
-            finish_reason=completion.finish_reason,
+            finish_reason=finish_reason,
             clipped=clipped,
             price=self.price.describe(),
             choice_probs=completion.choice_probs,
+            text_chars=text_chars,
         )
 
     @abstractmethod

@@ -6,15 +6,19 @@ or TIMEOUT.
 
 Time limits: each HTTP attempt ends within ``timeout_s`` in all (headers and the whole body, so a server that
 trickles one byte at a time is cut off like a silent one), and the whole generation, retries and backoff
-included, within ``deadline_s``. A reply is read only up to ``max_reply_bytes``, then parsed as JSON and
+included, within ``deadline_s``. A reply is read only up to ``max_reply_bytes``, or the most a completion of the
+request's ``max_tokens`` can take as JSON (:func:`reply_bytes_bound`) if that is less, then parsed as JSON and
 checked field by field (:func:`completion_from_body`): anything else than a chat completion with a string
-``content`` and non-negative integer ``usage`` counts is EXEC_ERR with the reason.
+``content`` and non-negative integer ``usage`` counts is EXEC_ERR with the reason. (A body under the bound whose
+text is still longer than ``max_tokens`` can decode to is cut by the base class, see
+:mod:`podium.backends.base`.)
 """
 
 import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import httpx
@@ -25,10 +29,25 @@ from podium.concurrency import LoopSemaphore
 from podium.config import Config
 from podium.core.calls import Status
 from podium.core.jsonsafe import replace_surrogates
+from podium.costs.bounds import completion_chars_bound
 from podium.costs.prices import ModelPrice
 
 NO_KEY = "EMPTY"
 """Sent when no key is configured: local servers ignore it, and the client refuses an empty key."""
+JSON_BYTES_PER_CHAR = 12
+"""The most bytes JSON writes one character in: one outside the Basic Multilingual Plane as two ``\\u`` escapes."""
+REPLY_OVERHEAD_BYTES = 64 * 1024
+"""What a chat completion holds besides its text, generously: ids, model name, finish reason, usage."""
+
+
+def reply_bytes_bound(max_tokens: int) -> int:
+    """The most bytes a chat completion of at most ``max_tokens`` tokens can take (its text, and a reasoning text
+    within the same tokens, escaped as JSON at worst)."""
+    return completion_chars_bound(max_tokens) * JSON_BYTES_PER_CHAR + REPLY_OVERHEAD_BYTES
+
+
+_REPLY_LIMIT: ContextVar[tuple[int, str] | None] = ContextVar("podium_reply_limit", default=None)
+"""The request's own limit on its reply (bytes, and how to name it), when tighter than ``max_reply_bytes``."""
 
 
 class HttpBackendConfig(Config):
@@ -115,6 +134,15 @@ class HttpBackend(ChatBackend):
             }
         if request.regex is not None:
             body["extra_body"] = {"structured_outputs": {"regex": request.regex}}
+        bound = reply_bytes_bound(request.max_tokens)
+        limit = (bound, f"{bound} bytes, the most a reply of max_tokens={request.max_tokens} takes")
+        limited = _REPLY_LIMIT.set(limit if bound < self.config.max_reply_bytes else None)
+        try:
+            return await self._send(body)
+        finally:
+            _REPLY_LIMIT.reset(limited)
+
+    async def _send(self, body: dict[str, Any]) -> Completion:
         import openai  # loaded by __init__ already
 
         async with self._in_flight:
@@ -141,7 +169,7 @@ class HttpBackend(ChatBackend):
 
 
 class ReplyTooLarge(Exception):
-    """A reply body longer than the backend's ``max_reply_bytes``; not retried."""
+    """A reply body longer than the backend's ``max_reply_bytes`` or the request's bound; not retried."""
 
 
 REFUSED_HEADER = "x-podium-refused"
@@ -165,13 +193,16 @@ class _BoundedClient(httpx.AsyncClient):
                 response = await super().send(request, stream=True, **options)
         except TimeoutError as error:
             raise httpx.ReadTimeout(f"no reply within {self.seconds:g} s", request=request) from error
-        response.stream = _LimitedBody(response.stream, deadline, self.max_bytes, request)  # type: ignore[arg-type]
+        limit = _REPLY_LIMIT.get() or (self.max_bytes, f"max_reply_bytes={self.max_bytes}")
+        declared = response.headers.get("content-length")
+        response.stream = _LimitedBody(response.stream, deadline, limit, request)  # type: ignore[arg-type]
         if not stream:
             try:
                 await response.aread()
             except ReplyTooLarge as error:
                 await response.aclose()
-                return httpx.Response(413, headers={REFUSED_HEADER: str(error)}, request=request)
+                said = f"{error} (it declared {declared} bytes)" if declared else str(error)
+                return httpx.Response(413, headers={REFUSED_HEADER: said}, request=request)
             except BaseException:
                 await response.aclose()
                 raise
@@ -181,10 +212,13 @@ class _BoundedClient(httpx.AsyncClient):
 class _LimitedBody(httpx.AsyncByteStream):
     """A reply body read against the attempt's deadline and size limit."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, deadline: float, max_bytes: int, request: httpx.Request) -> None:
+    def __init__(
+        self, inner: httpx.AsyncByteStream, deadline: float, limit: tuple[int, str], request: httpx.Request
+    ) -> None:
         self.inner = inner
         self.deadline = deadline
-        self.max_bytes = max_bytes
+        self.max_bytes, self.limit_name = limit
+        """The most bytes read, and how to name that limit."""
         self.request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -200,7 +234,7 @@ class _LimitedBody(httpx.AsyncByteStream):
                 raise httpx.ReadTimeout("the reply did not arrive in time", request=self.request) from error
             size += len(chunk)
             if size > self.max_bytes:
-                raise ReplyTooLarge(f"the reply is larger than max_reply_bytes={self.max_bytes}")
+                raise ReplyTooLarge(f"the reply is larger than {self.limit_name}")
             yield chunk
 
     async def aclose(self) -> None:

@@ -1,10 +1,11 @@
 """The unified call protocol: every member of the pool is a tool returning a value and a status.
 
 One size policy holds for what a call returns, whatever its source (a model, an MCP server, the sandbox, a
-primitive): a result keeps at most :data:`MAX_STORED_VALUE_CHARS` of its value (as JSON) and
-:data:`MAX_STORED_REASON_CHARS` of its reason; anything longer is cut with a note, and the original size is
-recorded (``value_chars``, ``reason_chars``), so that one call cannot make a trajectory line megabytes long. What
-the orchestrator sees is cut further, to the registry's ``max_observation_chars``.
+primitive): a result keeps at most :data:`MAX_STORED_VALUE_CHARS` of its value and of its call's arguments (as
+JSON) and :data:`MAX_STORED_REASON_CHARS` of its reason; anything longer is cut with a note, and the original size
+is recorded (``value_chars``, ``arguments_chars``, ``reason_chars``), so that one call cannot make a trajectory line
+megabytes long. What the orchestrator sees is cut further, to the registry's ``max_observation_chars``; the call a
+tool runs keeps its arguments whole (only the stored copy is cut).
 """
 
 import json
@@ -135,6 +136,9 @@ class ToolResult(Record):
     (of the text, for a string); the value kept is then that text, cut, with a note."""
     reason_chars: NonNegativeInt | None = None
     """Set when ``reason`` was cut to :data:`MAX_STORED_REASON_CHARS`: its length as given."""
+    arguments_chars: NonNegativeInt | None = None
+    """Set when the call's arguments were cut to :data:`MAX_STORED_VALUE_CHARS` in this record: their size as made,
+    in characters of JSON (of the text, for a string); the arguments kept are then that text, cut, with a note."""
 
     @field_validator("value")
     @classmethod
@@ -146,13 +150,14 @@ class ToolResult(Record):
         if self.reason is not None and len(self.reason) > MAX_STORED_REASON_CHARS:
             self.reason_chars = len(self.reason)
             self.reason = truncate(self.reason, MAX_STORED_REASON_CHARS)[0]
-        if self.value is not None and not isinstance(self.value, int | float | bool):
-            text = (
-                self.value if isinstance(self.value, str) else json.dumps(self.value, ensure_ascii=False, default=str)
-            )
-            if len(text) > MAX_STORED_VALUE_CHARS:
-                self.value_chars = len(text)
-                self.value = truncate(text, MAX_STORED_VALUE_CHARS)[0]
+        value_text = _stored_text(self.value)
+        if value_text is not None:
+            self.value_chars = len(value_text)
+            self.value = truncate(value_text, MAX_STORED_VALUE_CHARS)[0]
+        arguments_text = _stored_text(self.call.arguments)
+        if arguments_text is not None:
+            self.arguments_chars = len(arguments_text)
+            self.call = self.call.model_copy(update={"arguments": truncate(arguments_text, MAX_STORED_VALUE_CHARS)[0]})
         return self
 
     @property
@@ -166,8 +171,12 @@ class ToolResult(Record):
         return self.status is not Status.PARSE_ERR and self.refused is None
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+def _stored_text(value: Any) -> str | None:
+    """The text of a value too long to store whole (a string itself, anything else as JSON), or None."""
+    if value is None or isinstance(value, int | float | bool):
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) > MAX_STORED_VALUE_CHARS else None
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:

@@ -5,8 +5,11 @@ the clipboard (OSC 52) or make links; a carriage return or backspaces overwrite 
 (U+0080–U+009F) are 8-bit forms of the same sequences; bidirectional and other invisible format characters
 reorder or hide text. :func:`printable` shows every such character as an escape (``\\x1b``, ``\\u202e``) and keeps
 newlines and tabs; :func:`json_printable` does the same inside JSON text, where escapes keep the meaning.
+:class:`ExcerptFilter` does it to the log records of libraries that log the text they were given, and keeps
+them to an excerpt.
 """
 
+import logging
 import re
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]")
@@ -27,3 +30,19 @@ def json_printable(text: str) -> str:
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+class ExcerptFilter(logging.Filter):
+    """Makes each record of the loggers it is added to printable and at most ``limit`` characters long (a
+    library that logs the whole text it failed on would otherwise print megabytes of a model's reply)."""
+
+    def __init__(self, limit: int = 500) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if len(message) > self.limit:
+            message = f"{message[: self.limit]}… [{len(message)} characters in all]"
+        record.msg, record.args = printable(message), ()
+        return True

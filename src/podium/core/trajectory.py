@@ -1,5 +1,11 @@
 """Trajectories: question → turns → calls → observations → answer, stored as JSONL.
 
+Each text is stored once: a turn's output is also the assistant message that follows it in ``messages``, so a
+stored turn names that message (``"output_message": INDEX``) instead of repeating the text, and reading the record
+puts the text back (a turn whose output no message holds keeps its ``output``). Call values, reasons and
+arguments are stored within the limits of :mod:`podium.core.calls`, and an orchestrator's reply within what its
+``max_tokens`` can decode to (:attr:`Turn.output_chars`).
+
 Storage is lossless for every string and value except two documented, visible replacements
 (:mod:`podium.core.jsonsafe`): surrogate code points (lone UTF-16 halves such as ``\ud800`` arriving through
 JSON escapes; UTF-8 cannot encode them) are written as U+FFFD, and tool values or arguments nested deeper than
@@ -13,7 +19,15 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from pydantic import BaseModel, Field, NonNegativeFloat
+from pydantic import (
+    BaseModel,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from podium.core.budget import Budget, StopReason
@@ -31,6 +45,9 @@ class Turn(Record):
     """Position in the episode, from 0."""
     output: str
     """The orchestrator's raw text for this turn."""
+    output_chars: NonNegativeInt | None = None
+    """Set when the orchestrator's reply was longer than the turn's ``max_tokens`` can decode to and ``output`` is
+    that reply cut to the bound: its length as the backend returned it."""
     usage: CallUsage = Field(default_factory=CallUsage)
     """Tokens, USD and latency of the orchestrator's own generation."""
     results: list[ToolResult] = Field(default_factory=list)
@@ -70,6 +87,53 @@ class Trajectory(Record):
     messages: list[Message] = Field(default_factory=list)
     """The orchestrator's conversation exactly as it was prompted: system prompt, task, then its own outputs
     (``assistant``) alternating with the observations the runtime wrote (``user``). Training masks it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outputs_from_messages(cls, data: Any) -> Any:
+        """A stored record's turns get back the outputs they name by message (see the module docstring)."""
+        if not isinstance(data, dict) or not isinstance(data.get("turns"), list):
+            return data
+        messages = data.get("messages") or []
+        turns = []
+        for turn in data["turns"]:
+            if isinstance(turn, dict) and "output_message" in turn and "output" not in turn:
+                index = turn["output_message"]
+                message = messages[index] if isinstance(index, int) and 0 <= index < len(messages) else None
+                content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+                if not isinstance(content, str):
+                    raise ValueError(f"turn {turn.get('index')}: output_message {index!r} names no message")
+                turn = {key: value for key, value in turn.items() if key != "output_message"} | {"output": content}
+            turns.append(turn)
+        return {**data, "turns": turns}
+
+    @model_serializer(mode="wrap")
+    def _outputs_once(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict) or "messages" not in data or not isinstance(data.get("turns"), list):
+            return data
+        for turn, index in zip(data["turns"], self.output_messages(), strict=True):
+            if index is not None and isinstance(turn, dict) and "output" in turn:
+                del turn["output"]
+                turn["output_message"] = index
+        return data
+
+    def output_messages(self) -> list[int | None]:
+        """For each turn, the index of the assistant message that holds its output (None where none does)."""
+        found: list[int | None] = []
+        start = 0
+        for turn in self.turns:
+            index = next(
+                (
+                    position
+                    for position in range(start, len(self.messages))
+                    if self.messages[position].role == "assistant" and self.messages[position].content == turn.output
+                ),
+                None,
+            )
+            found.append(index)
+            start = start if index is None else index + 1
+        return found
 
     @property
     def results(self) -> list[ToolResult]:

@@ -22,6 +22,10 @@ MESSAGE_OVERHEAD_TOKENS = 8
 """Most tokens a chat template adds around one message, its role name included."""
 REQUEST_OVERHEAD_TOKENS = 64
 """Most tokens a chat template adds once per request (BOS, generation prompt, a default system prompt)."""
+MAX_CHARS_PER_TOKEN = 256
+"""Most characters one completion token decodes to, generously: the longest tokens of chat tokenizers are runs of
+spaces or punctuation some dozens of characters long (SmolLM2's longest decodes to 81). A reply longer than
+``max_tokens`` times this cannot have been generated within ``max_tokens``."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,11 @@ def prompt_token_bound(prompt: str | Sequence[Message]) -> int:
     messages = [Message(role="user", content=prompt)] if isinstance(prompt, str) else prompt
     size = sum(len(m.content.encode("utf-8", "surrogatepass")) + len(m.role) for m in messages)
     return size + MESSAGE_OVERHEAD_TOKENS * len(messages) + REQUEST_OVERHEAD_TOKENS
+
+
+def completion_chars_bound(max_tokens: int) -> int:
+    """The most characters a completion of at most ``max_tokens`` tokens can hold."""
+    return max_tokens * MAX_CHARS_PER_TOKEN
 
 
 def estimate_tokens(text: str) -> int:

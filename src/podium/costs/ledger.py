@@ -1,11 +1,14 @@
 """The budget ledger of an episode: the one place where a generation or call reserves its cost bound, runs,
-and settles what it actually cost, so that concurrent work never jointly crosses the budget; and the cap of a
-run of many units (:class:`RunCap`: evaluation samples, data-stage units), which reserves each unit's bound the
-same way.
+and settles what it actually cost, so that concurrent work never jointly crosses the budget; and the cap that
+many units share (:class:`RunCap`: the samples of an evaluation, the units of a data stage, the steps of every
+episode served under one API key), which reserves each unit's bound the same way.
 
 Settling charges at most what was reserved: a tool that ran past its time limit, or a server that reported
 more tokens than a request allowed, is charged its bound in each limited dimension (USD, tokens) and the
-record says ``clipped``. Work is started only if its bound fits, so spend never crosses a limit."""
+record says ``clipped``. Work is started only if its bound fits, so spend never crosses a limit. An episode whose
+ledger draws on a shared cap reserves each step's bound there too, for the step's duration only: many episodes
+then share the cap step by step, and a step waits while others in flight may free some of it, so that it is
+refused only when what the cap leaves cannot pay for it."""
 
 import asyncio
 import time
@@ -29,10 +32,13 @@ class Refused:
 
 
 class Ledger:
-    """Spend of one episode, plus the cost bounds of work in flight."""
+    """Spend of one episode, plus the cost bounds of work in flight; with ``shared``, a cap its steps also draw on."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, shared: "RunCap | None" = None) -> None:
         self.budget = budget
+        self.shared = shared
+        self.shared_refusal: str | None = None
+        """Why the shared cap last refused a step of this episode, if it did."""
         self.started = time.perf_counter()
         self.turns = 0
         self.usd = 0.0
@@ -70,17 +76,30 @@ class Ledger:
             return Refused(limit, self._describe(bound))
         self.reserved = self.reserved + bound
         try:
-            result = await work()
-        except asyncio.CancelledError:
-            self.abandoned = self.abandoned + bound
-            raise
+            if self.shared is not None and not await self.shared.acquire(bound.usd):
+                self.shared_refusal = self.shared.describe(bound.usd)
+                return Refused(StopReason.MAX_USD, self.shared_refusal)
+            try:
+                result = await work()
+            except asyncio.CancelledError:
+                self.abandoned = self.abandoned + bound
+                await self._release_shared(bound.usd, bound.usd)  # a server may bill what its client gave up on
+                raise
+            except BaseException:
+                await self._release_shared(bound.usd, 0.0)
+                raise
         finally:
             self.reserved = CostBound(self.reserved.usd - bound.usd, self.reserved.tokens - bound.tokens)
         reported = usage(result)
-        budget = self.budget
-        charged = bound.clip(reported, usd=budget.max_usd is not None, tokens=budget.max_tokens is not None)
+        clip_usd = self.budget.max_usd is not None or self.shared is not None
+        charged = bound.clip(reported, usd=clip_usd, tokens=self.budget.max_tokens is not None)
         self.charge(charged)
+        await self._release_shared(bound.usd, charged.usd)
         return result if charged is reported else settle(result, charged)
+
+    async def _release_shared(self, reserved: float, spent: float) -> None:
+        if self.shared is not None:
+            await self.shared.release(reserved, spent)
 
     def charge(self, usage: CallUsage) -> None:
         """Add what a generation or call cost."""
@@ -122,10 +141,11 @@ class Ledger:
 
 
 class RunCap:
-    """The USD cap of a run of many units (evaluation samples, data-stage units), every invocation included: a
-    unit starts only once its cost bound fits what is left after the spend so far and the bounds of the units
-    in flight, so concurrent units never jointly cross the cap. A unit that does not fit waits while others
-    are in flight (they may cost less than their bounds) and is refused once none is."""
+    """A USD cap that many units share (the samples of a run, every invocation included; the steps of the episodes
+    served under one API key in one day): a unit starts only once its cost bound fits what is left after the spend
+    so far and the bounds of the units in flight, so concurrent units never jointly cross the cap. A unit that
+    does not fit waits while others that hold a bound are in flight (they may cost less than it) and is refused
+    once none is (units of no or unknown bound in flight could only add to the spend)."""
 
     def __init__(self, max_usd: float | None, spent: float = 0.0) -> None:
         self.max_usd = max_usd
@@ -133,7 +153,8 @@ class RunCap:
         """USD spent so far, earlier invocations included."""
         self.reserved = 0.0
         """The bounds of the units in flight."""
-        self.in_flight = 0
+        self.holding = 0
+        """The units in flight that hold a positive bound: what may free some of the cap."""
         self.refused = False
         """Whether some unit was refused because its bound did not fit."""
         self._changed = asyncio.Condition()
@@ -156,19 +177,27 @@ class RunCap:
         False (nothing reserved) when it cannot fit."""
         async with self._changed:
             while not self.fits(bound):
-                if not self.in_flight:
+                if not self.holding:
                     self.refused = True
                     self._changed.notify_all()  # other waiters see it too: nothing in flight will free the cap
                     return False
                 await self._changed.wait()
             self.reserved += bound or 0.0
-            self.in_flight += 1
+            self.holding += bool(bound and bound > 0)
             return True
+
+    def describe(self, bound: float) -> str:
+        """Why a unit costing at most ``bound`` does not fit, in numbers."""
+        left = (self.max_usd or 0.0) - self.spent - self.reserved
+        return (
+            f"the shared cap of ${self.max_usd:g} has ${max(left, 0.0):.6f} left after what is spent and held, and "
+            f"the step could cost up to ${bound:.6f}"
+        )
 
     async def release(self, bound: float | None, usd: float) -> None:
         """A unit that reserved ``bound`` finished (or failed) having cost ``usd``."""
         async with self._changed:
             self.reserved -= bound or 0.0
-            self.in_flight -= 1
+            self.holding -= bool(bound and bound > 0)
             self.spent += usd
             self._changed.notify_all()

@@ -17,9 +17,11 @@ An answer is graded in four steps:
 
 math-verify limits the time of parsing and comparison with SIGALRM, which only the main thread may use, so the
 limit applies when grading runs on the main thread (the event loop of ``podium eval``, ``podium grade`` and
-training) and is off elsewhere.
+training) and is off elsewhere. Its warnings ("Timeout during parsing: …") quote the text it was given: they are
+kept to a printable excerpt (:class:`~podium.core.printable.ExcerptFilter`).
 """
 
+import logging
 import re
 import threading
 from functools import lru_cache
@@ -28,6 +30,7 @@ from importlib.metadata import version
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 from podium.core.answers import extract_answer, formula_tail, is_prose
+from podium.core.printable import ExcerptFilter
 from podium.graders.math_rules import (
     Parsed,
     distinct_candidates,
@@ -48,6 +51,8 @@ _TARGETS = (LatexExtractionConfig(), ExprExtractionConfig())
 _LATEX_ONLY = (LatexExtractionConfig(),)
 _DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox")
 """Inline or display LaTeX, or a box: math-verify's extraction finds the answer in such text."""
+for _module in ("parser", "grader", "metric"):
+    logging.getLogger(f"math_verify.{_module}").addFilter(ExcerptFilter())
 
 
 def _math_timeout() -> int | None:

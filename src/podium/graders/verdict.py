@@ -2,8 +2,9 @@
 
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from podium.core.calls import MAX_STORED_REASON_CHARS, truncate
 from podium.core.record import Record
 
 
@@ -24,6 +25,12 @@ class Verdict(Record):
     grader: str | None = None
     """Which grader gave the verdict ("math-verify 0.9.0 + Podium rules", "LLM judge (gpt-4o)"…); reports name
     it beside the accuracy it yields. None on records written before graders were named."""
+
+    @field_validator("extracted", "reason", "error")
+    @classmethod
+    def _excerpt(cls, text: str | None) -> str | None:
+        """Kept to an excerpt, as a call's reason is: the answer itself is stored whole elsewhere in the record."""
+        return None if text is None else truncate(text, MAX_STORED_REASON_CHARS)[0]
 
     @property
     def outcome(self) -> int:

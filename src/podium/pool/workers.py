@@ -13,8 +13,10 @@ async def ask(backend: ChatBackend, messages: list[Message], *, max_tokens: int,
         generation = await backend.generate(messages, max_tokens=max_tokens, **options)  # type: ignore[arg-type]
     except BackendError as error:
         return ToolOutput(None, error.status, str(error), worker=backend.model)
+    cut = generation.text_chars
     return ToolOutput(
         generation.text,
+        reason=None if cut is None else f"the reply ({cut} characters) was cut to what max_tokens={max_tokens} allows",
         input_tokens=generation.input_tokens,
         output_tokens=generation.output_tokens,
         usd=generation.usd,

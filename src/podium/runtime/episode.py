@@ -28,7 +28,7 @@ from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import EpisodeEvent, EventKind, OnEvent, token_progress
 from podium.core.trajectory import Trajectory, Turn
-from podium.costs.ledger import Ledger, Refused
+from podium.costs.ledger import Ledger, Refused, RunCap
 from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, Toolset
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
@@ -73,6 +73,7 @@ class Episode:
         respond: Respond | None,
         metadata: dict[str, Any],
         on_event: OnEvent | None = None,
+        allowance: RunCap | None = None,
     ) -> None:
         self.question = question
         self.orchestrator = orchestrator
@@ -83,7 +84,7 @@ class Episode:
         self.constrained = constrained
         self.respond = respond
         self.on_event = on_event
-        self.ledger = Ledger(budget)
+        self.ledger = Ledger(budget, allowance)
         self.dispatch = EpisodeDispatcher(self.ledger, self.context, self._finished, toolsets)
         self.actions: list[Action] = []
         self.parse_errors = 0
@@ -183,6 +184,7 @@ class Episode:
         turn = Turn(
             index=len(self.trajectory.turns),
             output=output,
+            output_chars=generated.text_chars,
             usage=generated.usage,
             choices=choices,
             choice_probs=generated.choice_probs,
@@ -317,6 +319,8 @@ class Episode:
         self.trajectory.stop_reason = stop
         self.trajectory.wall_s = self.ledger.elapsed()
         self.trajectory.metadata["parse_errors"] = self.parse_errors
+        if self.ledger.shared_refusal is not None:
+            self.trajectory.metadata["allowance_refused"] = self.ledger.shared_refusal
         self._emit("stopped", turn=max(len(self.trajectory.turns) - 1, 0), trajectory=self.trajectory)
         return self.trajectory
 

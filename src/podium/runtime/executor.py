@@ -12,6 +12,7 @@ from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
+from podium.costs.ledger import RunCap
 from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView, Toolset, build_policy
 from podium.pool.pool import Pool
@@ -89,17 +90,16 @@ class Executor:
         on_event: OnEvent | None = None,
         attachments: Sequence[Attachment] = (),
         history: Sequence[Message] = (),
+        allowance: RunCap | None = None,
     ) -> Trajectory:
-        """One episode on ``question``.
-
-        ``seed`` resamples blind labels; ``tools`` adds episode tools (an environment's functions);
-        ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an answer goes to a
-        conversation partner and the episode continues until it ends the conversation; ``on_event`` is called
-        at each step of the episode and as the model generates (for live displays); ``attachments`` are files
-        (SQLite databases, documents, code) this episode's primitives may read, besides the pool's; ``history``
-        holds earlier turns of a conversation (user and assistant messages), shown before the question as far as
-        ``max_history_tokens`` allows, the newest kept first.
-        """
+        """One episode on ``question``. ``seed`` resamples blind labels; ``tools`` adds episode tools (an
+        environment's functions); ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an
+        answer goes to a conversation partner and the episode continues until it ends the conversation;
+        ``on_event`` is called at each step of the episode and as the model generates (for live displays);
+        ``attachments`` are files (SQLite databases, documents, code) this episode's primitives may read, besides
+        the pool's; ``history`` holds earlier turns of a conversation (user and assistant messages), shown before
+        the question as far as ``max_history_tokens`` allows, the newest kept first; ``allowance`` is a USD cap the
+        episode shares with others (a served API key's day), which each of its steps draws on too."""
         attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
@@ -131,6 +131,7 @@ class Executor:
             respond=respond,
             metadata=provenance,
             on_event=on_event,
+            allowance=allowance,
         )
         return await episode.play(system, shown)
 

@@ -75,9 +75,10 @@ class SandboxFactory:
         the arguments name are appended to ``fds``."""
         config = self.config
         # No --die-with-parent: bubblewrap's outer process would then die with the host, and if that happens
-        # before it has released the sandbox's PID 1 (which waits on an eventfd for it), that PID 1 waits forever.
-        # The sandbox dies with the host through its stdin instead (see launcher.py).
-        command = [config.bwrap, "--new-session", "--cap-drop", "ALL"]
+        # before it has released the sandbox's first process (which waits on an eventfd for it), that process waits
+        # forever. The launcher is the sandbox's PID 1 instead (--as-pid-1), and ends the sandbox when the host lets
+        # go of its stdin or the wall-clock limit passes (see launcher.py).
+        command = [config.bwrap, "--new-session", "--as-pid-1", "--cap-drop", "ALL"]
         if root:
             # As root, skip the user namespace (it would map the code to host uid 0, which the kernel exempts
             # from RLIMIT_NPROC); keep only what the launcher needs to switch to the call's uid.

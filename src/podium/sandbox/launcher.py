@@ -5,22 +5,30 @@ program becomes when started as root, or ``-`` to stay; TAG only labels the proc
 before there is work (a warm sandbox): it imports what it needs, then blocks on stdin, where the host writes an
 8-byte little-endian length and a ``marshal``-ed dict {file name: bytes} (``main.py`` among them).
 
-The host keeps stdin open until the call is over. Once the program is received, the launcher asks the kernel
-to SIGKILL its whole process group the moment the last writer of that pipe closes it (``O_ASYNC`` with
-``F_SETSIG``): when the host gives up on the call or dies, kill -9 included, the launcher and the program die
-at once, and with them (the launcher is the sandbox's main process) every process of the sandbox. An alarm at
-the wall-clock limit plus a grace backs up the host's own wall-clock kill.
+The launcher is the sandbox's PID 1 (bubblewrap's ``--as-pid-1``), so that the end of the launcher is the end of
+the sandbox: when a PID namespace's first process exits, the kernel kills every other process in it, whatever
+session, process group or parent-death signal they chose. The launcher forks before there is work: the child
+reads the request and becomes the program, so that neither the fork nor anything else but the program's own run
+is on a warm call's path. The parent stays as the supervisor, out of the program's reach: it keeps uid 0 when
+started as root, the program does not; otherwise it makes itself non-dumpable (no writing into its memory);
+and from inside the namespace the kernel delivers to a PID 1 only the signals it handles, which at most end the
+supervisor, and so the sandbox. It waits, in one ``poll``, for:
 
-The launcher forks before there is work: the child reads the request and becomes the program, so that neither
-the fork nor anything else but the program's own run is on a warm call's path. The parent stays as a monitor,
-out of the program's reach when started as root (it keeps uid 0, the program does not), waits for it and writes
-``exited CODE CPU_S`` or ``signaled SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the
-children it waited for used, so that the host tells a kill at the CPU-time limit from any other kill whichever
-signal the kernel sent. The child dies with the monitor (the same kind of lifeline, on a pipe only the monitor
-writes), so that a monitor killed from outside leaves no child waiting for a request. Once the program's main
-module is done (its non-daemon threads joined and its exit handlers run, as in any Python exit), the child
-flushes its output and leaves without tearing the interpreter down: the teardown would cost milliseconds of
-copied pages, and the whole sandbox is discarded anyway.
+- the host to let go of stdin (the host alone holds its write end, and keeps it open until the call is over):
+  when the host gives up on the call or dies, kill -9 included, in any phase (bubblewrap still setting up,
+  warm, running), the supervisor exits and the sandbox ends with it;
+- the wall-clock limit plus a grace, counted from the start of the call (a backup of the host's own
+  wall-clock kill, for a host that is gone);
+- its children, which it reaps (orphans of the program are adopted by PID 1): when the program ends, it writes
+  ``exited CODE CPU_S`` or ``signaled SIGNAL CPU_S`` to REPORT_FD, CPU_S being the CPU time the program and the
+  children it waited for used (so that the host tells a kill at the CPU-time limit from any other kill whichever
+  signal the kernel sent), and exits the same way (as bubblewrap would), ending whatever the program left.
+
+Run without bubblewrap (unisolated), the launcher is not a PID 1: it then kills its own process group instead
+when the host lets go or the limit passes. Once the program's main module is done (its non-daemon threads
+joined and its exit handlers run, as in any Python exit), the child flushes its output and leaves without
+tearing the interpreter down: the teardown would cost milliseconds of copied pages, and the whole sandbox is
+discarded anyway.
 
 Only cheap standard-library modules are imported here (this start-up is on every cold call's path); this file
 is not imported by Podium.
@@ -29,19 +37,22 @@ is not imported by Podium.
 import _ast  # the C node types, cheaper to import than the ast module
 import _signal  # the signal module would import enum
 import atexit
-import fcntl
 import gc
 import marshal
 import os
 import resource
+import select
 import sys
+import time
 
 MAIN = "main.py"
 AST_ONLY = 0x400  # ast.PyCF_ONLY_AST
 HEADER_BYTES = 8
-GRACE_S = 2  # the host enforces the wall limit; the alarm only backs it up
+GRACE_S = 2  # the host enforces the wall limit; the supervisor's deadline only backs it up
 LOST_HOST_EXIT = 125
+DEADLINE_EXIT = 124
 SIGKILL = 9
+PR_SET_DUMPABLE = 4
 
 
 def read_exactly(fd: int, size: int) -> bytes:
@@ -58,19 +69,6 @@ def read_request() -> dict[str, bytes] | None:
     if len(header) < HEADER_BYTES:
         return None
     return marshal.loads(read_exactly(0, int.from_bytes(header, "little")))
-
-
-def arm_a_lifeline(lifeline: int) -> None:
-    """SIGKILL this process group when the last writer of the pipe ``lifeline`` reads from closes it (a pipe
-    signals its readers that asked for it when its last writer closes); exit now if it already has."""
-    fcntl.fcntl(lifeline, fcntl.F_SETOWN, -os.getpgrp())
-    fcntl.fcntl(lifeline, fcntl.F_SETSIG, SIGKILL)
-    fcntl.fcntl(lifeline, fcntl.F_SETFL, os.O_RDONLY | os.O_NONBLOCK | os.O_ASYNC)
-    try:
-        if not os.read(lifeline, 1):
-            os._exit(LOST_HOST_EXIT)
-    except BlockingIOError:
-        pass  # still open: the host is there
 
 
 def become_the_program(uid: str, rlimits: list[str], files: dict[str, bytes]) -> None:
@@ -157,43 +155,98 @@ def leave(status: list[int]) -> None:
     os._exit(status[0])
 
 
-def monitor(child: int, report_fd: int) -> None:
-    """Wait for the program, report how it ended and its CPU time, and end the same way (as bubblewrap would)."""
-    _, status, usage = os.wait4(child, 0)
-    cpu_s = usage.ru_utime + usage.ru_stime
-    if os.WIFSIGNALED(status):
-        line, code = f"signaled {os.WTERMSIG(status)} {cpu_s:.6f}\n", 128 + os.WTERMSIG(status)
-    else:
-        code = os.waitstatus_to_exitcode(status)
-        line = f"exited {code} {cpu_s:.6f}\n"
-    os.write(report_fd, line.encode())
+class Supervisor:
+    """The launcher's parent process: waits for the program, the host and the deadline (see the module's notes)."""
+
+    def __init__(self, child: int, report_fd: int, started: int, wall_s: float) -> None:
+        self.child = child
+        self.report_fd = report_fd
+        self.started = started
+        self.wall_s = wall_s
+        self.deadline: float | None = None
+        self.wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        _signal.set_wakeup_fd(wakeup_write)
+        _signal.signal(_signal.SIGCHLD, lambda *_: None)  # a handler, so that a child's end wakes the poll
+        self.poller = select.poll()
+        self.poller.register(0, 0)  # only the hang-up: the host let go of the request pipe
+        self.poller.register(started, select.POLLIN)
+        self.poller.register(self.wakeup_read, select.POLLIN)
+
+    def run(self) -> None:
+        self.reap()  # the child may have ended before the handler was in place
+        while True:
+            timeout = None if self.deadline is None else max(self.deadline - time.monotonic(), 0) * 1000
+            for fd, _ in self.poller.poll(timeout):
+                if fd == 0:
+                    end_the_sandbox(LOST_HOST_EXIT)
+                elif fd == self.started:  # end-of-file: the child has the program, the call has begun
+                    self.poller.unregister(fd)
+                    self.deadline = time.monotonic() + self.wall_s + GRACE_S
+                else:  # a signal's wake-up byte: a child ended
+                    os.read(fd, 4096)
+            self.reap()
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                end_the_sandbox(DEADLINE_EXIT)
+
+    def reap(self) -> None:
+        """Collect every ended child; report and leave once the program is one of them."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child:
+                self.report(status, usage.ru_utime + usage.ru_stime)
+
+    def report(self, status: int, cpu_s: float) -> None:
+        """Report how the program ended and its CPU time, and end the same way (as bubblewrap would)."""
+        if os.WIFSIGNALED(status):
+            line, code = f"signaled {os.WTERMSIG(status)} {cpu_s:.6f}\n", 128 + os.WTERMSIG(status)
+        else:
+            code = os.waitstatus_to_exitcode(status)
+            line = f"exited {code} {cpu_s:.6f}\n"
+        os.write(self.report_fd, line.encode())
+        end_the_sandbox(code)
+
+
+def end_the_sandbox(code: int) -> None:
+    """Exit with ``code``; as the sandbox's PID 1 that ends every process in it, otherwise end this process group."""
+    if os.getpid() != 1:
+        os.killpg(0, SIGKILL)
     os._exit(code)
+
+
+def keep_out_of_reach() -> None:
+    """Make this process non-dumpable, so that a program running as the same user cannot write into its memory
+    (``/proc/1/mem``): as root, the program runs as another user anyway."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def main() -> None:
     uid, wall_s, report_fd, rlimits = sys.argv[1], float(sys.argv[2]), int(sys.argv[4]), sys.argv[5:]
+    # Keep only stdio and the report pipe: bubblewrap leaves its --sync-fd open in a PID 1 it runs.
+    os.closerange(3, report_fd)
+    os.closerange(report_fd + 1, 1 << 20)
     started_read, started_write = os.pipe()
-    monitor_read, monitor_write = os.pipe()
     gc.freeze()  # the collector then leaves the objects the child shares with this process alone: fewer copied pages
     child = os.fork()
     if child == 0:
-        for fd in (report_fd, started_read, monitor_write):
-            os.close(fd)
-        # A monitor killed from outside must not leave the child waiting for a request (the sandbox's PID 1
-        # would wait for it in turn): the child dies with the monitor.
-        arm_a_lifeline(monitor_read)
+        os.close(report_fd)
+        os.close(started_read)
         files = read_request()
         if files is None:
             os._exit(LOST_HOST_EXIT)
-        arm_a_lifeline(os.dup(0))  # the host closes the request pipe when it gives up on the call or dies
-        os.close(started_write)  # the monitor reads end-of-file: the call has begun
+        os.close(started_write)  # the supervisor reads end-of-file: the call has begun
         start_the_program(uid, rlimits, files)
         return
     os.close(started_write)
-    os.close(monitor_read)
-    os.read(started_read, 1)
-    _signal.alarm(int(wall_s) + GRACE_S)  # in the monitor, out of the program's reach
-    monitor(child, report_fd)
+    if uid == "-" and os.getpid() == 1:
+        keep_out_of_reach()
+    Supervisor(child, report_fd, started_read, wall_s).run()
 
 
 if __name__ == "__main__":

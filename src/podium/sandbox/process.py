@@ -258,9 +258,9 @@ def _hold_first_process(popen: subprocess.Popen[bytes], spec: LaunchSpec) -> int
     """A pidfd of the sandbox's PID 1, once it and its children are in the sandbox's cgroup.
 
     bubblewrap goes on setting up meanwhile: the first move into a cgroup waits for an RCU grace period
-    (~10 ms), which thus overlaps the sandbox's start-up. PID 1 may fork the launcher before it is moved, so its
-    children are moved next (a cheap second move); nothing else can exist, and nothing runs the program before
-    the host sends it, after this returns.
+    (~10 ms), which thus overlaps the sandbox's start-up. PID 1 (the launcher) may fork its child before it is
+    moved, so its children are moved next (a cheap second move); nothing else can exist, and nothing runs the
+    program before the host sends it, after this returns.
     """
     with os.fdopen(spec.info_fd, "rb", closefd=False) as info:
         data = info.read()

@@ -23,13 +23,17 @@ and such a kill counts as the CPU limit's when that time shows the program spent
 (``CPU_LIMIT_SHARE``), and, for SIGKILL, the cgroup saw no out-of-memory kill. Every limit that stops a
 program is named, with its value, in the reason.
 
-Lifetime: no sandbox outlives its wall-clock limit or Podium, in any phase. The host alone holds the write end
-of the sandbox's stdin: when the host dies (kill -9 included), a sandbox still starting or waiting warm reads
-end-of-file and its launcher exits, and one running a call is killed by the kernel at once (see launcher.py);
-the end of the launcher ends the sandbox's PID 1, whose death kills every other process in it (PID
-namespace). The host also kills PID 1 itself at the wall-clock limit. bubblewrap runs without
-``--die-with-parent``, which would strand a sandbox whose host died while bubblewrap was setting it up (see
-``SandboxFactory.bubblewrap``).
+Lifetime: no sandbox outlives its wall-clock limit or Podium, in any phase (bubblewrap setting it up, warm,
+running, after its program detached), whatever the program does. The launcher is the sandbox's PID 1, and when a
+PID namespace's first process exits, the kernel kills every other process in it: no session, process group,
+parent-death setting or double fork escapes that. The launcher exits when the host lets go of the sandbox's stdin
+(the host alone holds its write end: when the host dies, kill -9 included, the pipe hangs up), at the wall-clock
+limit plus a grace (so that the limit holds without the host too), and once the program has ended (see
+launcher.py). The host also kills PID 1 itself at the wall-clock limit. Why not bubblewrap's own mechanisms:
+``--die-with-parent`` would strand a sandbox whose host died while bubblewrap was setting it up (see
+``SandboxFactory.bubblewrap``), and bubblewrap's own PID 1 waits for every process of the sandbox, so a
+program's orphan that never ends keeps it alive. A cgroup kill needs a live process to write it, which the host's
+death takes away; the cgroup serves the limits, and the host's clean-up.
 
 Each call gets a new sandbox. ``warm_sandboxes`` of them are started ahead (:mod:`podium.sandbox.pool`), so
 that a call usually finds one ready: it then costs the program's own run plus a few milliseconds.

@@ -1,11 +1,15 @@
 """API keys and what each may spend per day, as LiteLLM proxies' virtual keys have budgets.
 
 Each key is read from an environment variable and has a name (what logs and metrics show; never the key) and
-an optional USD limit per UTC day. An episode under a limited key runs with a USD cap of what the key has left
-today, less what its other running episodes hold (the episode's ledger never crosses its cap, so the key never
-crosses its limit); a key with nothing left gets 429 ``insufficient_quota``. When the episode ends, what it spent
-is charged to the key and the rest of its hold released. With a spend file, every charge is appended to it as a
-JSON line (day, key, USD) and today's charges are read back at start, so a restart does not reset the limits.
+an optional USD limit per UTC day. A limited key's day is a cap its episodes share step by step
+(:class:`~podium.costs.ledger.RunCap`): each generation or call of each episode reserves its cost bound there as
+it starts and settles what it cost as it ends, as in the episode's own ledger, so that together they never cross
+the limit, and a step that does not fit waits while other steps in flight may free some of it. A request is
+refused with 429 ``insufficient_quota`` only when the key has spent its limit, or when its episode's next step
+cannot be paid for by what the key has left (then the episode stops, and the response says so). An episode holds
+nothing between its steps: a request's own ``max_usd`` caps that request, not what others may spend. With a spend
+file, what each episode spent is appended to it as a JSON line (day, key, USD) when it ends, and today's lines
+are read back at start, so a restart does not reset the limits.
 """
 
 import datetime
@@ -18,6 +22,7 @@ from pathlib import Path
 from pydantic import PositiveFloat
 
 from podium.config import Config
+from podium.costs.ledger import RunCap
 from podium.errors import ConfigError
 from podium.serve.http import ApiError
 
@@ -38,7 +43,7 @@ def today() -> str:
 
 
 class Accounts:
-    """The configured keys, today's spend per key and what running episodes hold of it."""
+    """The configured keys, and each limited key's cap for today."""
 
     def __init__(self, keys: list[ApiKey], spend_file: str | None = None) -> None:
         self.keys: list[tuple[ApiKey, bytes]] = []
@@ -52,8 +57,8 @@ class Accounts:
             self.keys.append((key, secret.encode()))
         self.spend_file = None if spend_file is None else Path(spend_file)
         self.day = today()
-        self.spent: dict[str, float] = {}
-        self.held: dict[str, float] = {}
+        self.caps: dict[str, RunCap] = {}
+        """Each limited key's cap for ``day``: its spend so far and the bounds of its steps in flight."""
         self._read_spend()
 
     @property
@@ -73,41 +78,36 @@ class Accounts:
                     return key.name
         raise ApiError(401, "missing or wrong API key", "authentication_error", code="invalid_api_key")
 
-    def hold(self, name: str | None, cap: float | None) -> float | None:
-        """Reserve what an episode of key ``name`` may spend (at most ``cap`` when given): the USD cap to run it
-        under, or ``None`` when the key has no limit. 429 when the key has nothing left today."""
+    def allowance(self, name: str | None) -> RunCap | None:
+        """The cap of key ``name`` for today, which its episodes' steps draw on (``None`` when the key has no
+        limit); 429 when the key has spent its limit."""
         limit = self._limit(name)
         if name is None or limit is None:
             return None
-        self._roll_day()
-        left = limit - self.spent.get(name, 0.0) - self.held.get(name, 0.0)
-        if left <= 0.0:
+        cap = self._cap(name, limit)
+        if cap.spent >= limit:
             raise ApiError(
-                429, f"the key '{name}' has spent its ${limit:g} for today (UTC), counting running requests",
-                "insufficient_quota", code="insufficient_quota",
+                429, f"the key '{name}' has spent its ${limit:g} for today (UTC)", "insufficient_quota",
+                code="insufficient_quota",
             )  # fmt: skip
-        amount = left if cap is None else min(cap, left)
-        self.held[name] = self.held.get(name, 0.0) + amount
-        return amount
+        return cap
 
-    def settle(self, name: str | None, held: float | None, spent: float) -> None:
-        """Charge what an episode spent to its key and release its hold."""
-        if name is None:
+    def settle(self, name: str | None, spent: float) -> None:
+        """Record what an episode of key ``name`` spent (its cap counted it step by step) in the spend file."""
+        if name is None or self.spend_file is None or spent <= 0.0:
             return
-        self._roll_day()
-        if held is not None:
-            self.held[name] = max(0.0, self.held.get(name, 0.0) - held)
-        self.spent[name] = self.spent.get(name, 0.0) + spent
-        if self.spend_file is not None and spent > 0.0:
-            with self.spend_file.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"day": self.day, "key": name, "usd": spent}) + "\n")
+        with self.spend_file.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"day": today(), "key": name, "usd": spent}) + "\n")
+
+    def _cap(self, name: str, limit: float) -> RunCap:
+        if today() != self.day:  # a new day: fresh caps (episodes running across midnight finish on the old one)
+            self.day, self.caps = today(), {}
+        if name not in self.caps:
+            self.caps[name] = RunCap(limit)
+        return self.caps[name]
 
     def _limit(self, name: str | None) -> float | None:
         return next((key.max_usd_per_day for key, _ in self.keys if key.name == name), None)
-
-    def _roll_day(self) -> None:
-        if today() != self.day:
-            self.day, self.spent = today(), {}
 
     def _read_spend(self) -> None:
         if self.spend_file is None or not self.spend_file.exists():
@@ -122,5 +122,6 @@ class Accounts:
                     raise ValueError(f"usd is {usd}")
             except (ValueError, KeyError, TypeError) as error:
                 raise ConfigError(f"{self.spend_file}:{number}: not a spend record ({error})") from error
-            if day == self.day:
-                self.spent[name] = self.spent.get(name, 0.0) + usd
+            limit = self._limit(name)
+            if day == self.day and limit is not None:
+                self._cap(name, limit).charge(usd)

@@ -74,12 +74,11 @@ def failure(task: "asyncio.Task[Trajectory]", body: EpisodeRequest, session: Ser
     if error is not None:
         return ApiError(500, f"{type(error).__name__}: {error}", "server_error")
     trajectory = task.result()
-    held = session.reserved_usd
-    capped_by_key = held is not None and trajectory.budget is not None and trajectory.budget.max_usd == held
-    if trajectory.stop_reason is StopReason.MAX_USD and trajectory.answer is None and capped_by_key:
+    refused = trajectory.metadata.get("allowance_refused")
+    if trajectory.stop_reason is StopReason.MAX_USD and trajectory.answer is None and refused:
         return ApiError(
-            429, f"the key '{session.account}' had ${held:.6f} left for today (UTC), less than the episode's next "
-            f"step could cost (trajectory {trajectory.id})", "insufficient_quota", code="insufficient_quota",
+            429, f"the key '{session.account}' cannot pay for the episode's next step today (UTC): {refused} "
+            f"(trajectory {trajectory.id})", "insufficient_quota", code="insufficient_quota",
         )  # fmt: skip
     if trajectory.stop_reason is StopReason.ERROR:
         reason = trajectory.metadata.get("error", "the orchestrator's backend failed")

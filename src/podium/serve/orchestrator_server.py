@@ -178,17 +178,11 @@ class EpisodeServer:
             config = request_config(system.config, system.executor().budget, body, None)
         except ConfigError as error:
             raise invalid_request(str(error), body.param_of(error)) from error
-        held = self.accounts.hold(account, config.max_usd)
-        try:
-            session = ServedEpisode(
-                leg.request_id, leg.model, account, held, specs, self.config.client_tool_timeout_s,
-                settings=body.episode_settings(),
-            )  # fmt: skip
-            capped = config if held is None else config.model_copy(update={"max_usd": held})
-            session.start(self._episode(leg, conversation, system, capped, session), self._ended)
-        except ApiError:
-            self.accounts.settle(account, held, 0.0)
-            raise
+        session = ServedEpisode(
+            leg.request_id, leg.model, account, self.accounts.allowance(account), specs,
+            self.config.client_tool_timeout_s, settings=body.episode_settings(),
+        )  # fmt: skip
+        session.start(self._episode(leg, conversation, system, config, session), self._ended)
         return session
 
     def _episode(
@@ -212,6 +206,7 @@ class EpisodeServer:
             history=conversation.history,
             instructions=conversation.instructions,
             on_event=session.on_event,
+            allowance=session.allowance,
         )
         return system.solve(
             conversation.task_with_work(),
@@ -243,7 +238,7 @@ class EpisodeServer:
         self._unpark(session)
         trajectory = session.trajectory
         spent = 0.0 if trajectory is None else trajectory.usage.usd + trajectory.metadata.get("abandoned_usd", 0.0)
-        self.accounts.settle(session.account, session.reserved_usd, spent)
+        self.accounts.settle(session.account, spent)
         if trajectory is None:
             return
         self.metrics.episode(session.model, session.account, trajectory, set(session.tools))

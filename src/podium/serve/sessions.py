@@ -20,6 +20,7 @@ from typing import Any
 from podium.core.calls import ToolSpec
 from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
+from podium.costs.ledger import RunCap
 from podium.errors import ToolDefinitionError
 from podium.pool.context import current_episode
 from podium.pool.tool import Tool, ToolOutput
@@ -60,8 +61,8 @@ class ServedEpisode:
     request_id: str
     model: str
     account: str | None
-    reserved_usd: float | None
-    """What the episode may spend of its API key's day (released when it ends)."""
+    allowance: RunCap | None
+    """The cap of its API key's day, which each step of the episode draws on (``None``: no limit)."""
     client_tools: list[ToolSpec]
     wait_s: float
     """How long a round of client calls may wait for its results."""

@@ -7,7 +7,8 @@ either a benchmark item or a question as written:
 
 * a tool-use (tau2) item is a conversation with the simulated user (:func:`podium.envs.conversation.run_task`);
 * any other item is sent with the answer-format instruction of its verifier appended, and its final answer is
-  extracted for the verifier as the model-only baselines do (the raw answer stays in ``metadata["raw_answer"]``).
+  extracted for the verifier as the model-only baselines do (the raw answer stays in ``metadata["raw_answer"]``
+  when extraction changed it).
   The instruction goes into the task rather than the system prompt because the runtime hands the task, not the
   system prompt, to the roles and to the parallel policy's summarizer, which write answers too;
 * a question as written (a served chat, an RL task) is sent unchanged, and its answer kept as written.
@@ -24,6 +25,7 @@ from podium.core.messages import Message
 from podium.core.preference import Preference
 from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
+from podium.costs.ledger import RunCap
 from podium.datasets.items import BenchmarkItem
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
@@ -39,12 +41,13 @@ from podium.solve.config import SystemConfig, default_name
 @dataclass(frozen=True)
 class Chat:
     """What a served conversation adds to its episode: the client's tools, the earlier turns, the text of its
-    system messages, and who follows the episode's steps."""
+    system messages, who follows the episode's steps, and the API key's allowance its steps draw on."""
 
     tools: Sequence[Tool] = ()
     history: Sequence[Message] = ()
     instructions: str | None = None
     on_event: OnEvent | None = None
+    allowance: RunCap | None = None
 
 
 def question_with_format(item: BenchmarkItem) -> str:
@@ -189,11 +192,13 @@ class System:
             history=chat.history,
             metadata=metadata,
             on_event=chat.on_event,
+            allowance=chat.allowance,
         )
         if isinstance(task, BenchmarkItem):
             raw = trajectory.answer
             trajectory.answer = None if raw is None else extract_answer(raw, task.verifier)
-            trajectory.metadata["raw_answer"] = raw
+            if raw != trajectory.answer:  # each text once per record
+                trajectory.metadata["raw_answer"] = raw
         return trajectory
 
     async def explore(

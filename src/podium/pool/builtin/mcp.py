@@ -6,8 +6,9 @@ When the pool is built, Podium connects to each, lists its tools and adds them t
 given statuses as every tool is. A tool that reports an error is EXEC_ERR with its text; a call past
 ``timeout_s`` is TIMEOUT; a server that dies mid-call makes that call EXEC_ERR at once ("Connection closed"),
 and the next call starts (stdio) or reaches (HTTP) the server again. A reply the client cannot read (nested too
-deeply for the SDK, malformed) names no call the client could tell, so every call then in flight on that server
-is EXEC_ERR at once, rather than waiting out its time limit.
+deeply for the SDK, malformed, longer than ``max_reply_mb``) names no call the client could tell, so every call
+then in flight on that server is EXEC_ERR at once, rather than waiting out its time limit; the calls after it are
+served as usual (stdio lines are read in linear time, see :mod:`podium.pool.builtin.mcp_stdio`).
 
 Each server's session lives on its own event loop in a background thread, so the tools can be called from any
 event loop (a CLI command's, the HTTP server's, a test's) and the session outlives them all; the pool's
@@ -24,7 +25,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pydantic import Field, PositiveFloat, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
 from podium.core.calls import Status
@@ -63,6 +64,9 @@ class McpServerConfig(Config):
     """Time limit of one call."""
     connect_timeout_s: PositiveFloat = 30.0
     """Time limit of connecting and listing the tools."""
+    max_reply_mb: PositiveInt = 64
+    """Longest message read from the server, in MiB (a stdio line, an HTTP server-sent event); a longer one is
+    skipped, and fails the calls in flight on the server."""
     price: ToolPrice | None = None
     """Price of each call of the server's tools; a price file's entry for a tool's pool name wins."""
 
@@ -154,10 +158,9 @@ class McpConnection:
         """A context giving the SDK transport to connect through."""
         config = self.config
         if config.command is not None:
-            parameters = self.mcp.StdioServerParameters(
-                command=config.command[0], args=config.command[1:], env=config.env or None, cwd=config.cwd
-            )
-            return nullcontext(self.mcp.stdio_client(parameters))
+            from podium.pool.builtin.mcp_stdio import stdio_transport  # needs the mcp extra, checked in __init__
+
+            return nullcontext(stdio_transport(config.command, config.env, config.cwd, config.max_reply_mb << 20))
         headers = {}
         if config.api_key_env is not None:
             key = os.environ.get(config.api_key_env)
@@ -166,7 +169,7 @@ class McpConnection:
                     f"mcp server '{config.name}': the environment variable {config.api_key_env} is not set"
                 )
             headers["Authorization"] = f"Bearer {key}"
-        return _http_transport(self.mcp, str(config.url), headers, config.timeout_s)
+        return _http_transport(self.mcp, str(config.url), headers, config.timeout_s, config.max_reply_mb << 20)
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
         if self.client is None:  # the session ended (the server died): connect again, once for all waiting calls
@@ -227,12 +230,16 @@ class McpConnection:
 
 
 @asynccontextmanager
-async def _http_transport(mcp: Any, url: str, headers: dict[str, str], timeout_s: float) -> AsyncIterator[Any]:
+async def _http_transport(
+    mcp: Any, url: str, headers: dict[str, str], timeout_s: float, max_event_bytes: int
+) -> AsyncIterator[Any]:
     """The streamable HTTP transport over an HTTP client of its own (for the key header), closed with it."""
     httpx2 = require_extra("mcp", "httpx2")
     timeout = httpx2.Timeout(30.0, read=max(300.0, timeout_s + 30.0))  # SSE streams stay open while tools run
     async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
-        yield mcp.client.streamable_http.streamable_http_client(url, http_client=http)
+        yield mcp.client.streamable_http.streamable_http_client(
+            url, http_client=http, max_sse_event_size=max_event_bytes
+        )
 
 
 async def _list_tools(client: Any) -> list[Any]:
