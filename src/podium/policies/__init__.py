@@ -14,6 +14,7 @@ from podium.policies.base import (
     Outcome,
     Policy,
     PoolView,
+    ToolChoice,
     Toolset,
     refused,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "SerialPolicy",
     "Subtask",
     "Summarize",
+    "ToolChoice",
     "Toolset",
     "build_policy",
     "refused",

@@ -2,6 +2,7 @@
 (``podium run``), evaluation and RL rollouts all call :meth:`Executor.run`."""
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment, checked_attachments
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
-from podium.runtime.episode import Episode, Respond
+from podium.runtime.episode import Episode, NextChoice, Respond
 
 
 class Executor:
@@ -89,6 +90,8 @@ class Executor:
         on_event: OnEvent | None = None,
         attachments: Sequence[Attachment] = (),
         history: Sequence[Message] = (),
+        tool_choice: NextChoice | None = None,
+        answer_schema: dict[str, Any] | None = None,
     ) -> Trajectory:
         """One episode on ``question``.
 
@@ -98,22 +101,20 @@ class Executor:
         at each step of the episode and as the model generates (for live displays); ``attachments`` are files
         (SQLite databases, documents, code) this episode's primitives may read, besides the pool's; ``history``
         holds earlier turns of a conversation (user and assistant messages), shown before the question as far as
-        ``max_history_tokens`` allows, the newest kept first.
+        ``max_history_tokens`` allows, the newest kept first; ``tool_choice`` is asked before each turn what the
+        next action may be (a policy that does not call tools by name cannot honour one); ``answer_schema`` is the
+        JSON schema of the answer, decoded under it where the orchestrator writes the answer under a grammar.
         """
         attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
+        view = replace(view, answer_schema=answer_schema)
         system = self.policy.system_prompt(view)
         if instructions:
             system = f"{system}\n\n{instructions}"
         shown = fit_history(history, self.orchestrator, self.config.max_history_tokens)
         provenance = {
-            "policy": self.policy.name,
-            "orchestrator": self.orchestrator.model,
-            "labels": dict(pool.labels),
-            **({"seed": seed} if seed is not None else {}),
-            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
-            **({"attachments": [a.name for a in attached]} if attached else {}),
+            **self._provenance(pool, seed, attached),
             **({"history": {"messages": len(history), "shown": len(shown)}} if history else {}),
             **(metadata or {}),
         }
@@ -131,8 +132,20 @@ class Executor:
             respond=respond,
             metadata=provenance,
             on_event=on_event,
+            tool_choice=tool_choice,
         )
         return await episode.play(system, shown)
+
+    def _provenance(self, pool: Pool, seed: int | None, attached: Sequence[Attachment]) -> dict[str, Any]:
+        """What a trajectory records of how its episode was set up."""
+        return {
+            "policy": self.policy.name,
+            "orchestrator": self.orchestrator.model,
+            "labels": dict(pool.labels),
+            **({"seed": seed} if seed is not None else {}),
+            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
+            **({"attachments": [a.name for a in attached]} if attached else {}),
+        }
 
     def view(
         self, pool: Pool | None = None, tools: Sequence[Tool] = (), *, strict: bool = True
