@@ -23,6 +23,7 @@ from podium.solve.config import SystemConfig
 from tests.serve_fixtures import (
     ANSWER,
     CALL,
+    SlowScripted,
     ask,
     client,
     orchestrator_of,
@@ -399,3 +400,19 @@ def test_the_default_and_every_shipped_system_answer_within_their_limits() -> No
         summarizes = policy.summarize_on_stop if run.summarize_on_stop is None else run.summarize_on_stop
         assert summarizes or run.allow == [], config.name
         assert (run.max_turns or policy.max_turns) <= 12, config.name
+
+
+def test_a_summarizer_writes_a_response_format_answer_under_its_schema() -> None:
+    def manager(messages: list) -> str:
+        return '<reasoning>done</reasoning><tool_call>{"name": "final_answer", "arguments": {}}</tool_call>'
+
+    parallel = system(script=manager, policy="parallel", summarizer="helper")
+    summarizer = SlowScripted(lambda messages: '{"name": "widget", "price": 4.5}', 0.0)
+    parallel.pool.backends["helper"] = summarizer
+    schema = {"type": "json_schema", "json_schema": {"name": "product", "schema": PRODUCT}}
+    with served(parallel) as url:
+        reply = client(url).chat.completions.create(model=MODEL, messages=ask(), response_format=schema)
+    assert json.loads(reply.choices[0].message.content or "") == {"name": "widget", "price": 4.5}
+    [request] = summarizer.sent
+    assert request.json_schema is not None and request.json_schema["required"] == ["name", "price"]
+    assert "JSON" in request.messages[0].content and "boxed" not in request.messages[0].content

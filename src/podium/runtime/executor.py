@@ -124,7 +124,7 @@ class Executor:
             orchestrator=self.orchestrator,
             policy=self.policy,
             view=view,
-            toolsets=self._toolsets(pool, registry),
+            toolsets=self._toolsets(pool, registry, answer_schema),
             attachments=attached,
             config=self.config,
             budget=self.budget,
@@ -185,9 +185,12 @@ class Executor:
         kept = registry.subset([name for name in registry.names() if shown(name)])
         return kept, [label for label in pool.labels.values() if shown(label)]
 
-    def _toolsets(self, pool: Pool, registry: ToolRegistry) -> dict[Toolset, ToolRegistry]:
-        """What an episode's calls run on: the tools it offers, the pool's summarizer, the primitive tools."""
-        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens)
+    def _toolsets(
+        self, pool: Pool, registry: ToolRegistry, answer_schema: dict[str, Any] | None = None
+    ) -> dict[Toolset, ToolRegistry]:
+        """What an episode's calls run on: the tools it offers, the pool's summarizer (writing JSON of
+        ``answer_schema`` when given), the primitive tools."""
+        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens, answer_schema)
         return {"tools": registry, "summarizer": summarizer, "primitives": pool.primitives}
 
     def _constrained(self, view: PoolView) -> bool:
