@@ -255,9 +255,20 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+KEEP_ALIVE_S = 75
+"""How long an idle connection is kept open: longer than the clients' own expiry of idle connections (httpx's,
+under the OpenAI, LangChain and LiteLLM clients, is 5 s, as uvicorn's default was), so a client never sends on a
+connection the server is closing at that moment (measured: 1 to 4 of 200 requests retried after a 429 failed with
+a connection error at 5 s; none at 75 s)."""
+
+
+def server_config(app: ASGIApp) -> uvicorn.Config:
+    return uvicorn.Config(app, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+
+
 def run_app(app: ASGIApp, *, host: str, port: int) -> None:
     """Serve ``app`` (an ASGI application) until interrupted."""
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(server_config(app))
     server.run(sockets=[listening_socket(host, port)])
 
 
@@ -265,7 +276,7 @@ def run_app(app: ASGIApp, *, host: str, port: int) -> None:
 def app_in_thread(app: FastAPI, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve ``app`` from a background thread (port 0: a free one); yields the base URL ``http://…/v1``."""
     sock = listening_socket(host, port)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(server_config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
