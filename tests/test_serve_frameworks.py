@@ -2,7 +2,7 @@
 orchestrators: smolagents' ToolCallingAgent (OpenAIServerModel: `tool_choice: required` on every step, its own
 `final_answer` tool) runs to a final answer; LangChain's `bind_tools` with `tool_choice` "any" and a tool's name,
 and `with_structured_output` by json_schema, function calling and JSON mode; LiteLLM's streaming `completion`
-with the usage counted once. The same clients against the embedded model: `examples/serve_frameworks.py`, run
+and LangChain's `stream` with the usage counted once. The same clients against the embedded model: `examples/serve_frameworks.py`, run
 here in its quick mode."""
 
 import json
@@ -109,9 +109,10 @@ def test_langchain_binds_tools_with_a_tool_choice_and_gets_structured_output() -
             assert structured.invoke("A widget costs 4.5 USD. Reply in JSON.") == Product(name="widget", price=4.5)
 
 
-def test_litellm_streams_the_usage_once(monkeypatch, tmp_path) -> None:
+def test_litellm_and_langchain_count_the_streamed_usage_once(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the cost map it would fetch is not needed
     import litellm
+    from langchain_openai import ChatOpenAI
 
     trace = tmp_path / "t.jsonl"
     with served(system(), trace=str(trace)) as url:
@@ -124,13 +125,16 @@ def test_litellm_streams_the_usage_once(monkeypatch, tmp_path) -> None:
         plain = list(
             litellm.completion(model=f"openai/{MODEL}", api_base=url, api_key="none", messages=ask(), stream=True)
         )
-    served_tokens = next(iter(read_trajectories(trace))).usage.tokens
+        chat = ChatOpenAI(model=MODEL, base_url=url, api_key="none", max_retries=0, stream_usage=True)
+        streamed = list(chat.stream("What is 6*7?"))
+    tokens = [trajectory.usage.tokens for trajectory in read_trajectories(trace)]
     carrying = [c for c in chunks if getattr(c, "usage", None)]
     assert len(carrying) == 1 and carrying[0] is chunks[-1] and not chunks[-1].choices
     built = litellm.stream_chunk_builder(chunks, messages=ask())
-    assert built.choices[0].message.content == "42"
-    assert built.usage.total_tokens == chunks[-1].usage.total_tokens == served_tokens
+    assert built.choices[0].message.content == "42" and built.usage.total_tokens == tokens[0]
     assert not [c for c in plain if getattr(c, "usage", None)]  # without include_usage, no chunk carries it
+    merged = sum(streamed[1:], streamed[0])  # LangChain adds up the usage of every chunk
+    assert merged.content == "42" and merged.usage_metadata["total_tokens"] == tokens[2] > 0
 
 
 @pytest.mark.slow
