@@ -278,7 +278,8 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
     settings = {"keys": [{"name": "team", "key_env": "SERVE_KEY", "max_usd_per_day": 10}], "request_log": str(log)}
     (tmp_path / "serve.json").write_text(json.dumps(settings))
     command = [str(Path(sys.executable).with_name("podium")), "serve", "--system", str(tmp_path / "system.yaml"),
-               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace)]  # fmt: skip
+               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace),
+               "--request-timeout", "60"]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "SERVE_KEY": "k"}, stderr=subprocess.PIPE, text=True)
     try:
         api = client(f"http://127.0.0.1:{port}/v1", api_key="k")

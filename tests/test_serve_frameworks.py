@@ -2,8 +2,8 @@
 orchestrators: smolagents' ToolCallingAgent (OpenAIServerModel: `tool_choice: required` on every step, its own
 `final_answer` tool) runs to a final answer; LangChain's `bind_tools` with `tool_choice` "any" and a tool's name,
 and `with_structured_output` by json_schema, function calling and JSON mode; LiteLLM's streaming `completion`
-and LangChain's `stream` with the usage counted once. The same clients against the embedded model: `examples/serve_frameworks.py`, run
-here in its quick mode."""
+and LangChain's `stream` with the usage counted once. The same clients against the embedded model:
+`examples/serve_frameworks.py`, run here in its quick mode."""
 
 import json
 import os

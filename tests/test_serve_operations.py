@@ -53,7 +53,9 @@ def test_requests_wait_in_a_bounded_queue_and_a_full_queue_gets_429_with_retry_a
         until(lambda: metric(url, "podium_queue_depth") == 1)
         with pytest.raises(openai.RateLimitError) as refused:
             api.chat.completions.create(model="tiny-orchestrator", messages=ask())
-        assert refused.value.body["code"] == "queue_full" and int(refused.value.response.headers["retry-after"]) >= 1
+        assert refused.value.body["code"] == "queue_full"
+        headers = refused.value.response.headers  # nothing has finished yet: a second, not a guess of 2 s (or 17)
+        assert (headers["retry-after"], headers["retry-after-ms"]) == ("1", "1000")
         assert "".join(c.choices[0].delta.content or "" for c in holding if c.choices) == "42"
         waiting.join(timeout=30)
         assert queued == ["42"]  # it waited for the slot instead of being refused
@@ -202,18 +204,6 @@ def test_retry_after_is_the_measured_drain_time_of_the_work_ahead() -> None:
     refused = asyncio.run(burst())
     assert refused.status == 429 and refused.code == "queue_full"
     assert refused.headers == {"Retry-After": "1", "retry-after-ms": "800"}  # 4 ahead at 5 per second
-
-
-def test_a_cold_burst_is_told_to_retry_within_a_second() -> None:
-    with served(system(delay=0.4), max_concurrent=1, max_queued=0, heartbeat_s=0.1) as url:
-        api = client(url)
-        holding = iter(api.chat.completions.create(model="tiny-orchestrator", messages=ask(), stream=True))
-        next(holding)
-        with pytest.raises(openai.RateLimitError) as refused:
-            api.chat.completions.create(model="tiny-orchestrator", messages=ask())
-        list(holding)
-    assert refused.value.response.headers["retry-after"] == "1"  # nothing measured yet: not a guess of 17 s
-    assert refused.value.response.headers["retry-after-ms"] == "1000"
 
 
 def test_every_refusal_is_counted_and_logged(tmp_path, monkeypatch) -> None:

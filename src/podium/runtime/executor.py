@@ -108,7 +108,7 @@ class Executor:
         attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
-        view = replace(view, answer_schema=answer_schema)
+        view = self._shaped(view, answer_schema)
         system = self.policy.system_prompt(view)
         if instructions:
             system = f"{system}\n\n{instructions}"
@@ -135,6 +135,18 @@ class Executor:
             tool_choice=tool_choice,
         )
         return await episode.play(system, shown)
+
+    def _shaped(self, view: PoolView, answer_schema: dict[str, Any] | None) -> PoolView:
+        """``view`` with the answer's schema, where the policy's grammar can take it (a schema it cannot build, or
+        one too large for the turn's budget, leaves the answer free: it is checked afterwards)."""
+        shaped = replace(view, answer_schema=answer_schema)
+        if answer_schema is None or not self.orchestrator.supports_regex or self.config.constrained == "never":
+            return shaped
+        try:
+            self.policy.grammar(shaped, max_tokens=self.config.max_tokens)
+        except (MissingExtraError, ValueError):
+            return view
+        return shaped
 
     def _provenance(self, pool: Pool, seed: int | None, attached: Sequence[Attachment]) -> dict[str, Any]:
         """What a trajectory records of how its episode was set up."""

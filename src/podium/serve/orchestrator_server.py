@@ -57,8 +57,8 @@ class ServeConfig(Config):
     """Longest wait in the queue; a request that waited this long is answered 503 with Retry-After."""
     request_timeout_s: PositiveFloat | None = 120.0
     """Longest the server works on one response (the queue wait not counted): past it the episode is cancelled
-    and the response is 504 ``request_timeout`` naming this limit; none: no limit. (``podium.max_seconds``, the
-    episode's own deadline, ends it with the answer its observations hold instead.)"""
+    and the response is 504 ``request_timeout`` naming this limit; null (in a ``--config`` file): no limit.
+    (``podium.max_seconds``, the episode's own deadline, ends it with the answer its observations hold instead.)"""
     client_tool_timeout_s: PositiveFloat = 300.0
     """How long an episode waits for the results of the client calls it handed out before it is cancelled."""
     max_waiting_episodes: PositiveInt = 128
