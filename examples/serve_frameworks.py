@@ -133,7 +133,7 @@ def podium_serve(system: str | None) -> Iterator[str]:
     """`podium serve` on a free port of 127.0.0.1 (stopped at the end); yields its base URL once it answers."""
     port = free_port()
     command = [str(Path(sys.executable).with_name("podium")), "serve", "--port", str(port)]
-    print(f"starting {' '.join(command[1:])} (loading the model takes a while)…", file=sys.stderr, flush=True)
+    print(f"starting podium {' '.join(command[1:])} (loading the model takes a while)…", file=sys.stderr, flush=True)
     with tempfile.TemporaryFile("w+") as errors:
         server = subprocess.Popen([*command, *(["--system", system] if system else [])], stderr=errors, text=True)
         url = f"http://127.0.0.1:{port}/v1"
