@@ -139,7 +139,7 @@ def test_litellm_and_langchain_count_the_streamed_usage_once(monkeypatch, tmp_pa
 
 @pytest.mark.slow
 def test_the_frameworks_example_answers_with_the_embedded_model(tmp_path) -> None:
-    command = [sys.executable, str(ROOT / "examples" / "serve_frameworks.py"), "--quick"]
+    command = [sys.executable, str(ROOT / "examples/serve_frameworks.py"), "--quick"]
     environment = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     completed = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=tmp_path, env=environment)
     assert completed.returncode == 0, completed.stdout + completed.stderr
