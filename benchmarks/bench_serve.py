@@ -1,10 +1,14 @@
 """Serving overhead, measured in the same run against the same scripted orchestrator run directly.
 
-1. Concurrent (issue 27): N streaming requests at once (default 200) from the official async openai client, in a
-   separate process, against ``podium serve``; the baseline is N ``System.solve`` episodes at once in process
-   (what the server runs for each request). Reports errors, p50/p99 of each request's latency (to ``[DONE]``)
-   and of the time to its first chunk, against the baseline's p50/p99, and the served overhead per request.
-   Run twice: with a slot for every request, and with the default 4 slots and the rest queued.
+1. Concurrent (issues 27 and 53): N streaming requests at once (default 200) from the official async openai
+   client, in a separate process, against ``podium serve``; the baseline is N ``System.solve`` episodes at once in
+   process (what the server runs for each request). Reports errors other than 429, the 429s, p50/p99 of each
+   request's latency (to ``[DONE]``, retries included) and of the time to its first chunk, against the baseline's
+   p50/p99, and the served overhead per request. A request refused with 429 waits its ``retry-after-ms`` and tries
+   again; each advice is compared with the actual drain time (from the refusal until the requests admitted before
+   it were done, as the load generator saw them), and a retry refused again is counted. Run with a slot for every
+   request, then with the defaults (4 slots, 64 queued) for two bursts on one server: the first cold (nothing
+   measured: the advice is a second), the next with the drain rate measured.
 2. Sequential: one request at a time, against ``System.solve`` and against a whole ``podium run`` process.
 
     python benchmarks/bench_serve.py [--concurrent 200] [--delay 0.0] [--episodes 20]
@@ -12,23 +16,31 @@
 The scripted orchestrator calls a scripted worker once and answers (two turns, one call; ``--delay`` seconds per
 orchestrator generation stand in for a model), so the figures are the serving machinery's own cost.
 
-Measured on the 2 shared cores this was written on, with a load average of 8 to 10 from other work (so the wall
-figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``, when the baseline called
-``Executor.run`` itself (``System.solve`` now stands between them and only picks what to send):
+Measured on the 2 shared cores this was written on, at a load average of 4 to 6 from other work (so the wall
+figures mostly measure contention; the CPU figures hold better), ``--concurrent 200``:
 
-    200 requests at once          p50 ms   p99 ms  errors
-    direct Executor.run            599.4    646.6       0
-    served, a slot each           7007.8  10076.7       0   first chunk p50   2999.0 ms
-      all 200: 10.09 s served vs 0.65 s direct, 20 requests/s
-      CPU per request: server 4.8 ms vs direct episode 1.5 ms (x3.3; the load generator's own CPU not counted)
-    served, 4 slots + queue       6454.7   9276.2       0   first chunk p50   5598.3 ms
-      all 200: 9.36 s served vs 0.65 s direct, 21 requests/s
-      CPU per request: server 4.8 ms vs direct episode 1.5 ms (x3.3)
-    one at a time, median ms: direct 1.1, served 14.7; a whole `podium run` process 3237.9
+    200 requests at once          p50 ms   p99 ms  errors   429s
+    direct System.solve           379.1    397.2       0      0
+    served, a slot each          3658.7   5374.5       0      0   first chunk p50   1536.8 ms
+      all 200: 5.53 s served vs 0.40 s direct, 25.7 ms of serving per request, 36 requests/s
+      CPU per request: server 3.8 ms vs direct episode 1.1 ms (x3.3)
+    served, the defaults         9627.1  12282.6       0    132   first chunk p50   9542.2 ms
+      all 200: 12.31 s served vs 0.40 s direct, 59.6 ms of serving per request, 16 requests/s
+      CPU per request: server 7.0 ms vs direct episode 1.1 ms (x6.1)
+      132 x 429: advice 1.00 s; actual drain p50 5.88 s; advice/actual max 0.23; retries refused again: 0
+    served, the defaults, again  9544.4  11761.5       0    132   first chunk p50   9475.6 ms
+      all 200: 11.82 s served vs 0.40 s direct, 57.1 ms of serving per request, 17 requests/s
+      132 x 429: advice 1.20 s; actual drain p50 5.38 s; advice/actual max 0.30; retries refused again: 0
+    one at a time, median ms: direct 1.1, served 8.2; a whole `podium run` process 1855.2
 
-0 errors in both runs. The server spends 3.3 ms of CPU per streamed request beyond the episode itself (HTTP,
-validation, about ten chunks); the rest of the wall time is the load generator (the openai client parsing every
-chunk) and the other processes on the two cores.
+0 errors other than 429 in every run; with the defaults 132 of 200 are refused (4 running + 64 queued admitted),
+each with an advice well within 2x of the actual drain, and every retry after it is admitted. (The advice is the
+server's own drain, measured at the end of the last burst; the load generator, parsing every chunk on the same
+two cores, sees the burst drain later.) With uvicorn's 5 s keep-alive, 1 to 4 of the 200 retried requests failed
+with a connection error (a retry sent on a connection the server was closing); the servers keep connections 75 s
+(:data:`podium.serve.http.KEEP_ALIVE_S`). The server spends about 3 ms of CPU per streamed request beyond the
+episode itself (HTTP, validation, about ten chunks); the rest of the wall time is the load generator (the openai
+client parsing every chunk) and the other processes on the two cores.
 """
 
 import argparse
@@ -104,8 +116,13 @@ def direct(system: System, count: int) -> list[float]:
     return asyncio.run(run_all())
 
 
+MAX_ATTEMPTS = 10
+"""Most attempts of one request in the load generator (each 429 waits its Retry-After, then tries again)."""
+
+
 async def load(url: str, count: int) -> dict[str, object]:
-    """``count`` streaming requests at once (run in its own process: ``--load URL``)."""
+    """``count`` streaming requests at once (run in its own process: ``--load URL``); a request refused with 429
+    waits the ``retry-after-ms`` it was given and tries again, and each refusal is kept with its advice."""
     import httpx
     import openai
 
@@ -114,23 +131,38 @@ async def load(url: str, count: int) -> dict[str, object]:
         base_url=url, api_key="none", max_retries=0, timeout=600, http_client=httpx.AsyncClient(limits=limits)
     )
     started = time.perf_counter()
+    refusals: list[tuple[float, float]] = []
+    """(seconds from the start, advised seconds) of every 429."""
+    admitted: list[tuple[float, float]] = []
+    """(sent, ended) of every attempt that was not refused, seconds from the start."""
+    refused_again: list[bool] = []
+    """For every 429: whether it refused a retry."""
 
-    async def one() -> tuple[float, float, float] | str:
-        try:
-            stream = await api.chat.completions.create(
-                model="scripted", messages=[{"role": "user", "content": QUESTION}], stream=True
-            )
-            first, text, episode_s = None, "", 0.0
-            async for chunk in stream:
-                first = first or time.perf_counter() - started
-                text += "".join(choice.delta.content or "" for choice in chunk.choices)
-                summary = (chunk.model_extra or {}).get("podium") or {}
-                episode_s = summary.get("wall_s", episode_s)
-            if text != "391":
-                return f"answer {text!r}"
-            return time.perf_counter() - started, first or 0.0, episode_s
-        except Exception as error:  # counted, not raised: the benchmark reports errors
-            return f"{type(error).__name__}: {error}"
+    async def attempt() -> tuple[float, float] | str:
+        sent = time.perf_counter() - started
+        stream = await api.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": QUESTION}], stream=True
+        )
+        first, text = None, ""
+        async for chunk in stream:
+            first = first or time.perf_counter() - started
+            text += "".join(choice.delta.content or "" for choice in chunk.choices)
+        admitted.append((sent, time.perf_counter() - started))
+        return (time.perf_counter() - started, first or 0.0) if text == "391" else f"answer {text!r}"
+
+    async def one() -> tuple[float, float] | str:
+        for attempts in range(MAX_ATTEMPTS):
+            try:
+                return await attempt()
+            except openai.RateLimitError as refused:
+                advice = int(refused.response.headers["retry-after-ms"]) / 1000
+                refusals.append((time.perf_counter() - started, advice))
+                refused_again.append(attempts > 0)
+                await asyncio.sleep(advice)
+            except Exception as error:  # counted, not raised: the benchmark reports errors
+                cause = f" ({error.__cause__!r})" if error.__cause__ else ""
+                return f"{type(error).__name__}: {error}{cause}"
+        return f"refused {MAX_ATTEMPTS} times"
 
     outcomes = await asyncio.gather(*(one() for _ in range(count)))
     await api.close()
@@ -139,21 +171,30 @@ async def load(url: str, count: int) -> dict[str, object]:
     return {
         "latency": [d[0] for d in done],
         "first": [d[1] for d in done],
-        "episode": [d[2] for d in done],
         "errors": errors[:5],
         "error_count": len(errors),
+        "refusals": [[at, advice, drained(at, admitted)] for at, advice in refusals],
+        "refused_retries": sum(refused_again),
         "wall_s": time.perf_counter() - started,
     }
 
 
-def served(system: System, count: int, config: ServeConfig) -> dict[str, object]:
-    """The load process's figures, and the server's CPU seconds (this process) while it ran."""
+def drained(at: float, admitted: list[tuple[float, float]]) -> float:
+    """How long after a refusal at ``at`` the work admitted before it was done: the actual drain time."""
+    return max((ended for sent, ended in admitted if sent <= at), default=at) - at
+
+
+def served(system: System, count: int, config: ServeConfig, bursts: int) -> list[dict[str, object]]:
+    """The load process's figures for each of ``bursts`` bursts on one server (the first cold, the next with
+    the drain rate measured), and the server's CPU seconds (this process) while each ran."""
+    results = []
     with app_in_thread(create_orchestrator_app([system], config)) as url:
-        command = [sys.executable, __file__, "--load", url, "--concurrent", str(count)]
-        cpu = time.process_time()
-        completed = subprocess.run(command, capture_output=True, text=True, check=True)
-        cpu = time.process_time() - cpu
-    return {**json.loads(completed.stdout), "server_cpu_s": cpu}
+        for _ in range(bursts):
+            command = [sys.executable, __file__, "--load", url, "--concurrent", str(count)]
+            cpu = time.process_time()
+            completed = subprocess.run(command, capture_output=True, text=True, check=True)
+            results.append({**json.loads(completed.stdout), "server_cpu_s": time.process_time() - cpu})
+    return results
 
 
 def ms(seconds: float) -> str:
@@ -167,35 +208,64 @@ def concurrent(count: int, delay: float) -> None:
     baseline = direct(system, count)
     direct_cpu = time.process_time() - direct_cpu
     d50, d99, direct_wall = percentile(baseline, 0.5), percentile(baseline, 0.99), max(baseline)
-    print(f"{count} requests at once          p50 ms   p99 ms  errors")
-    print(f"direct System.solve        {ms(d50)} {ms(d99)}       0")
-    for label, config in (
-        ("served, a slot each        ", ServeConfig(max_concurrent=count, max_queued=0)),
-        ("served, 4 slots + queue    ", ServeConfig(max_concurrent=4, max_queued=count)),
-    ):
-        result = served(system, count, config)
-        latency, first = result["latency"], result["first"]
-        assert isinstance(latency, list) and isinstance(first, list)
-        if not latency:
-            print(f"{label} every request failed: {result['errors']}")
-            continue
-        s50, s99 = percentile(latency, 0.5), percentile(latency, 0.99)
-        print(
-            f"{label}{ms(s50)} {ms(s99)} {result['error_count']:7d}   first chunk p50 {ms(percentile(first, 0.5))} ms"
-        )
-        wall = float(result["wall_s"])  # type: ignore[arg-type]
-        print(
-            f"  overhead per request: p50 {1000 * (s50 - d50):+.1f} ms, p99 {1000 * (s99 - d99):+.1f} ms "
-            f"(served/direct p50 {s50 / d50:.2f}); all {count}: {wall:.2f} s served vs {direct_wall:.2f} s direct, "
-            f"{1000 * (wall - direct_wall) / count:.1f} ms of serving per request, {count / wall:.0f} requests/s"
-        )
-        cpu = float(result["server_cpu_s"])  # type: ignore[arg-type]
-        print(
-            f"  CPU per request: server {1000 * cpu / count:.1f} ms vs direct episode {1000 * direct_cpu / count:.1f} "
-            f"ms (x{cpu / direct_cpu:.1f}; the load generator's own CPU not counted)"
-        )
-        if result["errors"]:
-            print(f"  errors: {result['errors']}")
+    print(f"{count} requests at once          p50 ms   p99 ms  errors   429s")
+    print(f"direct System.solve        {ms(d50)} {ms(d99)}       0      0")
+    defaults = ServeConfig()
+    runs = [
+        ("served, a slot each        ", ServeConfig(max_concurrent=count, max_queued=0), 1),
+        ("served, the defaults       ", defaults, 2),  # a second burst: the drain rate is measured by then
+    ]
+    for label, config, bursts in runs:
+        for burst, result in enumerate(served(system, count, config, bursts)):
+            shown = label if not burst else f"{label.rstrip()}, again".ljust(len(label))
+            report(shown, result, config, (d50, d99, direct_wall, direct_cpu))
+
+
+def report(
+    label: str, result: dict[str, object], config: ServeConfig, baseline: tuple[float, float, float, float]
+) -> None:
+    """One burst's figures against the direct baseline (its p50, p99, wall and CPU seconds)."""
+    d50, d99, direct_wall, direct_cpu = baseline
+    latency, first, refusals = result["latency"], result["first"], result["refusals"]
+    assert isinstance(latency, list) and isinstance(first, list) and isinstance(refusals, list)
+    if not latency:
+        print(f"{label} every request failed: {result['errors']}")
+        return
+    count = len(latency) + int(result["error_count"])  # type: ignore[call-overload]
+    s50, s99 = percentile(latency, 0.5), percentile(latency, 0.99)
+    print(
+        f"{label}{ms(s50)} {ms(s99)} {result['error_count']:7d} {len(refusals):6d}   "
+        f"first chunk p50 {ms(percentile(first, 0.5))} ms"
+    )
+    wall = float(result["wall_s"])  # type: ignore[arg-type]
+    print(
+        f"  overhead per request: p50 {1000 * (s50 - d50):+.1f} ms, p99 {1000 * (s99 - d99):+.1f} ms "
+        f"(served/direct p50 {s50 / d50:.2f}); all {count}: {wall:.2f} s served vs {direct_wall:.2f} s direct, "
+        f"{1000 * (wall - direct_wall) / count:.1f} ms of serving per request, {count / wall:.0f} requests/s"
+    )
+    cpu = float(result["server_cpu_s"])  # type: ignore[arg-type]
+    print(
+        f"  CPU per request: server {1000 * cpu / count:.1f} ms vs direct episode {1000 * direct_cpu / count:.1f} "
+        f"ms (x{cpu / direct_cpu:.1f}; the load generator's own CPU not counted)"
+    )
+    if refusals:
+        report_refusals(refusals, config, int(result["refused_retries"]))  # type: ignore[call-overload]
+    if result["errors"]:
+        print(f"  errors: {result['errors']}")
+
+
+def report_refusals(refusals: list[list[float]], config: ServeConfig, refused_retries: int) -> None:
+    """How the Retry-After advice of the 429s compares with the time the work ahead actually took to drain."""
+    advice = [row[1] for row in refusals]
+    ratios = [advised / max(actual, 1e-3) for _, advised, actual in refusals]
+    within = sum(advised <= 2 * actual for _, advised, actual in refusals)
+    print(
+        f"  {len(refusals)} x 429 ({config.max_concurrent} slots, {config.max_queued} queued), each retried after "
+        f"its retry-after-ms: advice p50 {percentile(advice, 0.5):.2f} s, max {max(advice):.2f} s; "
+        f"actual drain p50 {percentile([row[2] for row in refusals], 0.5):.2f} s; advice/actual p50 "
+        f"{percentile(ratios, 0.5):.2f}, max {max(ratios):.2f}; within 2x of the actual drain: "
+        f"{within}/{len(refusals)}; retries refused again: {refused_retries}"
+    )
 
 
 def sequential(episodes: int) -> None:

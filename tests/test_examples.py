@@ -23,6 +23,7 @@ RUN_BY = {
     "examples/demo/make_sft_data.py": "tests/test_examples.py",
     "examples/train_cpu_demo.py": "tests/test_examples.py",
     "examples/llamacpp/serve_smollm2.py": "tests/test_llamacpp.py",
+    "examples/serve_frameworks.py": "tests/test_serve_frameworks.py",
 }
 """Each shipped script → the test file that runs it."""
 

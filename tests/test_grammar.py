@@ -4,14 +4,16 @@ real model decoding under a fitted grammar always closes its action."""
 
 import asyncio
 import re
+from dataclasses import replace
 from re import _constants as sre_constants  # test-only: the parse tree of a regular expression
 from re import _parser as sre_parse
 
 import pytest
 
 from podium.backends.grammar import BudgetTooSmall, Limits, bounded_schema, fit, fit_schema
+from podium.core.calls import ToolSpec
 from podium.errors import ConfigError
-from podium.policies import PoolView, build_policy
+from podium.policies import PoolView, ToolChoice, build_policy
 from podium.pool.pool import build_pool, embedded_pool_config
 from podium.runtime import Executor, RunConfig
 
@@ -127,3 +129,40 @@ def test_the_embedded_model_always_closes_its_call_under_a_small_budget():
     assert re.fullmatch(grammar.regex, generation.text), generation.text
     assert generation.output_tokens <= grammar.max_tokens
     policy.parse(generation.text, view, [])  # raises ActionParseError if it does not parse
+
+
+def test_a_tool_choice_and_an_answer_schema_shape_the_grammar():
+    """A served request's answer schema becomes the serial answer's grammar; tool_choice ``required`` leaves only
+    the client's tools (no answer, no final_answer), ``none`` leaves them out; every bound still holds."""
+    client = ToolSpec(
+        name="get_weather",
+        description="The weather in a city.",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    view = replace(views(), tools=[*views().tools, client], answer_schema=schema)
+    weather = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    python = '<tool_call>{"name": "python", "arguments": {"code": "print(1)"}}</tool_call>'
+    serial, parallel = build_policy("serial"), build_policy("parallel")
+    free = serial.grammar(view, max_tokens=1024)
+    assert re.fullmatch(free.regex, '<answer>{"n": 42}</answer>') and not re.fullmatch(
+        free.regex, "<answer>42</answer>"
+    )
+    assert re.fullmatch(free.regex, python) and re.fullmatch(free.regex, weather)
+    required = ToolChoice("required", frozenset({"get_weather"})).restrict(view)
+    for policy, call in ((serial, weather), (parallel, f"<reasoning></reasoning>\n{weather}\n")):
+        grammar = policy.grammar(required, max_tokens=1024)
+        assert re.fullmatch(grammar.regex, call), policy.name
+        assert max_bytes(grammar.regex) <= grammar.max_tokens <= 1024
+    assert not re.fullmatch(serial.grammar(required, max_tokens=1024).regex, '<answer>{"n": 42}</answer>')
+    final = '<reasoning></reasoning>\n<tool_call>{"name": "final_answer", "arguments": {}}</tool_call>\n'
+    assert not re.fullmatch(parallel.grammar(required, max_tokens=1024).regex, final)
+    assert re.fullmatch(parallel.grammar(view, max_tokens=1024).regex, final)
+    hidden = ToolChoice("none", frozenset({"get_weather"})).restrict(view)
+    assert not re.fullmatch(serial.grammar(hidden, max_tokens=1024).regex, weather)
+    assert re.fullmatch(serial.grammar(hidden, max_tokens=1024).regex, python)

@@ -17,11 +17,13 @@ import pytest
 from podium.backends.scripted import ScriptedBackend
 from podium.core.trajectory import read_trajectories
 from podium.errors import ConfigError
-from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.policies import build_policy
+from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
 from podium.solve.config import SystemConfig
 from tests.serve_fixtures import (
     ANSWER,
     CALL,
+    SlowScripted,
     ask,
     client,
     orchestrator_of,
@@ -96,8 +98,10 @@ def test_streaming_shows_each_turn_and_call_then_the_answer_word_by_word() -> No
     [finish] = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert finish.choices[0].finish_reason == "stop" and finish.model_extra["podium"]["calls"] == 1
     assert finish.model_extra["podium"]["usd"] > 0
-    assert finish.usage.model_extra["cost"] == pytest.approx(finish.model_extra["podium"]["usd"])
-    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == finish.usage.total_tokens > 0
+    # usage comes once, in the last chunk, without choices (OpenAI's contract with include_usage)
+    assert [c for c in chunks if c.usage] == [chunks[-1]] and chunks[-1].choices == []
+    assert chunks[-1].usage.model_extra["cost"] == pytest.approx(finish.model_extra["podium"]["usd"])
+    assert chunks[-1].usage.total_tokens == finish.model_extra["podium"]["tokens"] > 0
 
 
 def test_the_conversation_history_is_the_episodes_context(tmp_path) -> None:
@@ -147,10 +151,14 @@ def test_sampling_parameters_reach_the_orchestrator_and_stop_cuts_the_answer() -
         ({"frequency_penalty": 0.5}, "frequency_penalty"),
         ({"presence_penalty": 1}, "presence_penalty"),
         ({"logprobs": True}, "logprobs"),
-        ({"response_format": {"type": "json_object"}}, "response_format.type"),
+        ({"response_format": {"type": "json_schema"}}, "response_format"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 5}}}},
+         "response_format.json_schema.schema"),
         ({"logit_bias": {"50256": -100}}, "logit_bias.50256"),
         ({"reasoning_effort": "high"}, "reasoning_effort"),
         ({"tool_choice": "required"}, "tool_choice"),
+        ({"tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, "tool_choice"),
+        ({"tool_choice": {"type": "allowed_tools"}}, "tool_choice"),
         ({"n": 2}, "n"),
         ({"store": True}, "store"),
         ({"temperature": 3}, "temperature"),
@@ -270,7 +278,8 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
     settings = {"keys": [{"name": "team", "key_env": "SERVE_KEY", "max_usd_per_day": 10}], "request_log": str(log)}
     (tmp_path / "serve.json").write_text(json.dumps(settings))
     command = [str(Path(sys.executable).with_name("podium")), "serve", "--system", str(tmp_path / "system.yaml"),
-               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace)]  # fmt: skip
+               "--port", str(port), "--config", str(tmp_path / "serve.json"), "--trace", str(trace),
+               "--request-timeout", "60"]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "SERVE_KEY": "k"}, stderr=subprocess.PIPE, text=True)
     try:
         api = client(f"http://127.0.0.1:{port}/v1", api_key="k")
@@ -294,3 +303,117 @@ def test_podium_serve_command_serves_a_system_file(tmp_path) -> None:
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert {(r["event"], r.get("outcome")) for r in records} >= {("request", "stop"), ("episode", None)}
     assert [r["key"] for r in records if r["event"] == "episode"] == ["team"]
+
+
+PRODUCT = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
+    "required": ["name", "price"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_response_format_answers_are_that_json_or_an_error(stream: bool) -> None:
+    def json_when_asked(messages: list) -> str:
+        if "matching the JSON schema 'product'" in messages[1].content:
+            return '<answer>```json\n{"name": "widget", "price": 4.5}\n```</answer>'
+        return "<answer>a widget, 4.5 USD</answer>"
+
+    schema = {"type": "json_schema", "json_schema": {"name": "product", "schema": PRODUCT, "strict": True}}
+    with served(system(script=json_when_asked)) as url:
+        api = client(url)
+
+        def ask_for(response_format: dict) -> str:
+            if not stream:
+                reply = api.chat.completions.create(model=MODEL, messages=ask(), response_format=response_format)
+                return reply.choices[0].message.content or ""
+            chunks = api.chat.completions.create(
+                model=MODEL, messages=ask(), response_format=response_format, stream=True
+            )
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+        assert json.loads(ask_for(schema)) == {"name": "widget", "price": 4.5}  # the fence is taken off
+        with pytest.raises(openai.APIError) as refused:
+            ask_for({"type": "json_object"})  # the answer is not JSON: an error, never that text as if it were
+    if not stream:
+        assert refused.value.status_code == 502 and refused.value.response.headers["x-should-retry"] == "false"
+    assert refused.value.body["code"] == "response_format_not_followed" and "not JSON" in refused.value.message
+
+
+def test_a_stream_without_include_usage_carries_no_usage_and_non_streamed_replies_carry_it_once() -> None:
+    with served(system()) as url:
+        api = client(url)
+        chunks = list(api.chat.completions.create(model=MODEL, messages=ask(), stream=True))
+        reply = api.chat.completions.create(model=MODEL, messages=ask())
+    assert chunks and not [c for c in chunks if c.usage] and chunks[-1].choices
+    assert reply.usage.total_tokens == reply.model_extra["podium"]["tokens"] > 0
+
+
+def test_models_retrieve_unknown_routes_and_wrong_methods_answer_openai_errors() -> None:
+    with served(system()) as url:
+        api = client(url)
+        assert api.models.retrieve(MODEL).id == MODEL
+        with pytest.raises(openai.NotFoundError) as unknown_model:
+            api.models.retrieve("gpt-5")
+        with pytest.raises(openai.NotFoundError) as unknown_route:
+            api.completions.create(model=MODEL, prompt="6*7?")
+        with pytest.raises(openai.NotFoundError):
+            api.embeddings.create(model=MODEL, input="6*7?")
+        wrong_method = httpx.get(f"{url}/chat/completions")
+    assert unknown_model.value.body["code"] == "model_not_found" and MODEL in unknown_model.value.message
+    assert unknown_route.value.body["code"] == "unknown_url"
+    assert (
+        "POST /v1/completions" in unknown_route.value.message
+        and "POST /v1/chat/completions" in unknown_route.value.message
+    )
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
+    assert wrong_method.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_response_past_the_request_time_limit_is_a_504_naming_it(tmp_path) -> None:
+    assert ServeConfig().request_timeout_s == 120.0  # `podium serve` applies one by default
+    trace = tmp_path / "t.jsonl"
+    with served(system(delay=1.0), request_timeout_s=0.3, trace=str(trace), heartbeat_s=0.1) as url:
+        with pytest.raises(openai.APIStatusError) as timed_out:
+            client(url).chat.completions.create(model=MODEL, messages=ask())
+        with pytest.raises(openai.APIError, match="request_timeout_s"):
+            list(client(url).chat.completions.create(model=MODEL, messages=ask(), stream=True))
+    error = timed_out.value
+    assert error.status_code == 504 and error.body["code"] == "request_timeout"
+    assert "0.3 s per request" in error.message and error.response.headers["x-should-retry"] == "false"
+    assert [t.stop_reason for t in read_trajectories(trace)] == ["cancelled", "cancelled"]
+
+
+def test_the_default_and_every_shipped_system_answer_within_their_limits() -> None:
+    """When its turns run out before an answer, each system still answers: the summarizer writes one (or the
+    orchestrator is offered nothing but the answer). `podium serve` without --system runs the default; the
+    frameworks example runs it on the embedded model (tests/test_serve_frameworks.py)."""
+    shipped = [
+        SystemConfig.from_file(path)
+        for path in sorted(Path("examples/systems").glob("*.yaml"))
+        if "kind: orchestrator" in path.read_text()
+    ]
+    assert len(shipped) >= 4
+    for config in [DEFAULT_SYSTEM, *shipped]:
+        run = config.run_config()
+        policy = build_policy(run.policy)
+        summarizes = policy.summarize_on_stop if run.summarize_on_stop is None else run.summarize_on_stop
+        assert summarizes or run.allow == [], config.name
+        assert (run.max_turns or policy.max_turns) <= 12, config.name
+
+
+def test_a_summarizer_writes_a_response_format_answer_under_its_schema() -> None:
+    def manager(messages: list) -> str:
+        return '<reasoning>done</reasoning><tool_call>{"name": "final_answer", "arguments": {}}</tool_call>'
+
+    parallel = system(script=manager, policy="parallel", summarizer="helper")
+    summarizer = SlowScripted(lambda messages: '{"name": "widget", "price": 4.5}', 0.0)
+    parallel.pool.backends["helper"] = summarizer
+    schema = {"type": "json_schema", "json_schema": {"name": "product", "schema": PRODUCT}}
+    with served(parallel) as url:
+        reply = client(url).chat.completions.create(model=MODEL, messages=ask(), response_format=schema)
+    assert json.loads(reply.choices[0].message.content or "") == {"name": "widget", "price": 4.5}
+    [request] = summarizer.sent
+    assert request.json_schema is not None and request.json_schema["required"] == ["name", "price"]
+    assert "JSON" in request.messages[0].content and "boxed" not in request.messages[0].content

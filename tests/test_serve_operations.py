@@ -15,17 +15,20 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from podium.core.trajectory import read_trajectories
 from podium.serve.accounts import ApiKey
-from tests.serve_fixtures import ask, client, served, system
+from podium.serve.admission import Admission
+from podium.serve.http import ApiError
+from tests.serve_fixtures import WEATHER_TOOL, ask, client, served, system, weather_then_answer
 
 
 def metric(url: str, name: str, **labels: str) -> float:
-    """A sample's value from the server's /metrics (0 when absent)."""
+    """The sum of the samples with these labels on the server's /metrics (0 when absent)."""
     text = httpx.get(url.removesuffix("/v1") + "/metrics", headers={"authorization": "Bearer alice-key"}).text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                return sample.value
-    return 0.0
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
+    )
 
 
 def until(condition, seconds: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -51,7 +54,9 @@ def test_requests_wait_in_a_bounded_queue_and_a_full_queue_gets_429_with_retry_a
         until(lambda: metric(url, "podium_queue_depth") == 1)
         with pytest.raises(openai.RateLimitError) as refused:
             api.chat.completions.create(model="tiny-orchestrator", messages=ask())
-        assert refused.value.body["code"] == "queue_full" and int(refused.value.response.headers["retry-after"]) >= 1
+        assert refused.value.body["code"] == "queue_full"
+        headers = refused.value.response.headers  # nothing has finished yet: a second, not a guess of 2 s (or 17)
+        assert (headers["retry-after"], headers["retry-after-ms"]) == ("1", "1000")
         assert "".join(c.choices[0].delta.content or "" for c in holding if c.choices) == "42"
         waiting.join(timeout=30)
         assert queued == ["42"]  # it waited for the slot instead of being refused
@@ -95,7 +100,7 @@ def test_metrics_count_requests_latency_usd_and_calls_per_worker() -> None:
             client(url).chat.completions.create(model="nope", messages=ask())
         text = httpx.get(url.removesuffix("/v1") + "/metrics").text
         assert metric(url, "podium_requests_total", model="tiny-orchestrator", outcome="stop") == 1
-        assert metric(url, "podium_requests_total", model="nope", outcome="model_not_found") == 1
+        assert metric(url, "podium_requests_total", model="unknown", outcome="model_not_found") == 1
         assert metric(url, "podium_request_seconds_count", model="tiny-orchestrator") == 1
         assert metric(url, "podium_calls_total", tool="helper", worker="helper-model", status="OK") == 1
         assert metric(url, "podium_episode_usd_total", model="tiny-orchestrator") > 0
@@ -209,3 +214,105 @@ def test_request_bodies_are_capped_and_non_finite_numbers_refused() -> None:
 
     lines = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
     assert lines and all(json.loads(line, parse_constant=refuse) for line in lines)
+
+
+def test_retry_after_is_the_measured_drain_time_of_the_work_ahead() -> None:
+    """Retry-After (whole seconds) and retry-after-ms advise the time the responses running and queued take to
+    finish at the rate responses have finished while slots were busy; before any is measured, one second."""
+    now = [0.0]
+    admission = Admission(max_running=2, max_queued=2, max_wait_s=60, clock=lambda: now[0])
+
+    async def burst() -> ApiError:
+        assert await admission.acquire() == 0.0 and await admission.acquire() == 0.0
+        waiting = [asyncio.ensure_future(admission.acquire()) for _ in range(2)]
+        await asyncio.sleep(0)
+        with pytest.raises(ApiError) as unmeasured:
+            await admission.acquire()
+        assert unmeasured.value.headers == {"Retry-After": "1", "retry-after-ms": "1000"}
+        for _ in range(10):  # ten responses finish, 0.2 s of busy time apart: 5 per second
+            now[0] += 0.2
+            admission.release()
+            waiting.append(asyncio.ensure_future(admission.acquire()))
+            await asyncio.sleep(0)
+        now[0] += 100.0  # idle time (every slot free) does not dilute the rate
+        for ticket in waiting:
+            ticket.cancel()
+        with pytest.raises(ApiError) as refused:
+            await admission.acquire()
+        return refused.value
+
+    refused = asyncio.run(burst())
+    assert refused.status == 429 and refused.code == "queue_full"
+    assert refused.headers == {"Retry-After": "1", "retry-after-ms": "800"}  # 4 ahead at 5 per second
+
+
+def test_every_refusal_is_counted_and_logged(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ALICE_KEY", "alice-key")
+    log = tmp_path / "requests.jsonl"
+    keys = [ApiKey(name="alice", key_env="ALICE_KEY")]
+    with served(system(), max_request_bytes=2000, request_log=str(log), keys=keys) as url:
+        headers = {"authorization": "Bearer alice-key"}
+        big = {"model": "tiny-orchestrator", "messages": ask("x" * 3000)}
+        assert httpx.post(f"{url}/chat/completions", json=big, headers=headers).status_code == 413
+        nan = b'{"model": "tiny-orchestrator", "messages": [{"role": "user", "content": "q"}], "temperature": NaN}'
+        assert httpx.post(f"{url}/chat/completions", content=nan, headers=headers).status_code == 400
+        assert httpx.post(f"{url}/chat/completions", json=[1], headers=headers).status_code == 400
+        assert (
+            httpx.post(f"{url}/chat/completions", json={"model": "tiny-orchestrator", "messages": ask()}).status_code
+            == 401
+        )
+        assert httpx.post(f"{url}/completions", json={}, headers=headers).status_code == 404
+        assert httpx.get(f"{url}/chat/completions", headers=headers).status_code == 405
+        counted = {
+            outcome: metric(url, "podium_requests_total", outcome=outcome)
+            for outcome in ("request_too_large", "invalid_request_error", "invalid_api_key", "unknown_url",
+                            "method_not_allowed")
+        }  # fmt: skip
+    assert counted == {
+        "request_too_large": 1, "invalid_request_error": 2, "invalid_api_key": 1, "unknown_url": 1,
+        "method_not_allowed": 1,
+    }  # fmt: skip
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["outcome"], r["status"]) for r in records] == [
+        ("request_too_large", 413), ("invalid_request_error", 400), ("invalid_request_error", 400),
+        ("invalid_api_key", 401), ("unknown_url", 404), ("method_not_allowed", 405),
+    ]  # fmt: skip
+    assert records[0]["path"] == "/v1/chat/completions" and records[2]["key"] == "alice"
+
+
+def test_metric_labels_only_take_names_the_server_knows() -> None:
+    made_up = system(script=lambda messages: "<answer>done</answer>" if len(messages) > 2 else CALL_NOPE)
+    with served(made_up) as url:
+        api = client(url)
+        for index in range(30):
+            with pytest.raises(openai.NotFoundError):
+                api.chat.completions.create(model=f"random-{index}", messages=ask())
+        api.chat.completions.create(model="tiny-orchestrator", messages=ask())
+        text = httpx.get(url.removesuffix("/v1") + "/metrics").text
+        assert metric(url, "podium_requests_total", model="unknown", outcome="model_not_found") == 30
+        assert metric(url, "podium_calls_total", tool="unknown", status="PARSE_ERR") == 1
+    assert "random-" not in text and "made_up_tool" not in text
+
+
+CALL_NOPE = '<tool_call>{"name": "made_up_tool", "arguments": {}}</tool_call>'
+
+
+def test_waiting_episodes_are_capped_and_the_oldest_is_cancelled(tmp_path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with served(system(script=weather_then_answer), max_waiting_episodes=2, request_log=str(log)) as url:
+        api = client(url)
+        firsts = [
+            api.chat.completions.create(model="tiny-orchestrator", messages=ask(f"Weather {n}?"), tools=[WEATHER_TOOL])
+            for n in range(3)
+        ]
+        until(lambda: metric(url, "podium_waiting_cancelled_total", reason="waiting_cap") == 1)
+        assert metric(url, "podium_waiting_episodes") == 2
+        message = firsts[0].choices[0].message
+        late = [*ask("Weather 0?"), message.model_dump(), {"role": "tool", "tool_call_id": message.tool_calls[0].id,
+                                                            "content": "fog"}]  # fmt: skip
+        api.chat.completions.create(model="tiny-orchestrator", messages=late, tools=[WEATHER_TOOL])
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    cancelled = next(r for r in records if r["event"] == "episode")
+    assert cancelled["request_id"] == firsts[0].id and cancelled["cancelled_because"] == "waiting_cap"
+    last = [r for r in records if r["event"] == "request"][-1]
+    assert last["resumed"] is False and last["outcome"] == "tool_calls"  # its late results started a new episode

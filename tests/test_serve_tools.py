@@ -10,7 +10,16 @@ import openai
 import pytest
 
 from podium.core.trajectory import read_trajectories
-from tests.serve_fixtures import WEATHER_TOOL, ask, client, orchestrator_of, served, system, weather_then_answer
+from tests.serve_fixtures import (
+    WEATHER_TOOL,
+    ask,
+    client,
+    orchestrator_of,
+    responses,
+    served,
+    system,
+    weather_then_answer,
+)
 
 QUESTION = "What is the weather in Paris?"
 FUNCTION = WEATHER_TOOL["function"]
@@ -141,10 +150,11 @@ def test_expired_waits_cancel_and_late_results_start_over_from_the_messages(tmp_
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"tools": [{**WEATHER_TOOL, "function": {**FUNCTION, "name": "helper"}}]}, "tools.0.function.name"),
         ({"tools": [WEATHER_TOOL, WEATHER_TOOL]}, "tools.1.function.name"),
         ({"tools": [{**WEATHER_TOOL, "function": {**FUNCTION, "parameters": {"type": "array"}}}]},
          "tools.0.function.parameters"),
+        ({"tools": [WEATHER_TOOL], "tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+         "tool_choice"),
     ],
 )  # fmt: skip
 def test_client_tools_that_cannot_join_the_pool_are_400s(extra: dict, param: str) -> None:
@@ -153,11 +163,97 @@ def test_client_tools_that_cannot_join_the_pool_are_400s(extra: dict, param: str
     assert reply.status_code == 400 and reply.json()["error"]["param"] == param, reply.text
 
 
+def named(name: str, description: str = "The client's own.") -> dict:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {}}}
+
+
+def test_a_client_tool_named_like_a_pool_or_policy_name_is_renamed_for_the_orchestrator() -> None:
+    """The pool's `helper` and the parallel policy's `final_answer` keep their names; the client's tools of those
+    names join as `client_helper` and `client_final_answer`, and the client gets their calls under its names."""
+
+    def call_the_clients(messages: list) -> str:
+        calls = [{"name": "client_helper", "arguments": {}}, {"name": "client_final_answer", "arguments": {}}]
+        return "<reasoning>r</reasoning>" + "".join(f"<tool_call>{json.dumps(c)}</tool_call>" for c in calls)
+
+    parallel = system(script=call_the_clients, policy="parallel", summarizer="helper")
+    with served(parallel) as url:
+        reply = client(url).chat.completions.create(
+            model="tiny-orchestrator", messages=ask(), tools=[named("helper"), named("final_answer")]
+        )
+    assert [c.function.name for c in reply.choices[0].message.tool_calls or []] == ["helper", "final_answer"]
+    prompt = orchestrator_of(parallel).sent[0].messages[0].content
+    assert all(f'"name": "{name}"' in prompt for name in ("helper", "client_helper", "client_final_answer"))
+
+
+def required_then_answer(messages: list) -> str:
+    """An orchestrator that answers unless told that this turn must call the client's tool, and answers with the
+    client's result."""
+    seen = [observation for tool, _, observation in responses(messages) if tool == "get_weather"]
+    if "(This turn: call" in messages[-1].content and "get_weather" in messages[-1].content:
+        return '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    return f"<answer>{seen[-1] if seen else 'no idea'}</answer>"
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
+def test_tool_choice_required_or_named_makes_the_next_action_that_call(tmp_path, choice) -> None:
+    trace = tmp_path / "t.jsonl"
+    with served(system(script=required_then_answer), trace=str(trace)) as url:
+        api = client(url)
+        tools = [WEATHER_TOOL, named("get_time")]
+        first = api.chat.completions.create(
+            model="tiny-orchestrator", messages=ask(QUESTION), tools=tools, tool_choice=choice
+        )
+        [call] = first.choices[0].message.tool_calls or []
+        assert call.function.name == "get_weather" and first.choices[0].finish_reason == "tool_calls"
+        second = api.chat.completions.create(  # each request sets its own tool_choice: auto lets it answer
+            model="tiny-orchestrator", messages=reply_to(first.choices[0].message, "sunny"), tools=tools,
+            tool_choice="auto",
+        )  # fmt: skip
+    assert second.choices[0].message.content == "sunny"
+    [stored] = read_trajectories(trace)
+    note = "(This turn: call get_weather; do not answer.)" if choice != "required" else "(This turn: call one of"
+    assert note in stored.messages[1].content and "(This turn" not in stored.messages[-2].content
+
+
+def test_an_episode_that_does_not_follow_tool_choice_is_an_error_not_an_answer() -> None:
+    def always_answers(messages: list) -> str:
+        return "<answer>42</answer>"
+
+    with served(system(script=always_answers)) as url, pytest.raises(openai.InternalServerError) as unfollowed:
+        client(url).chat.completions.create(
+            model="tiny-orchestrator", messages=ask(), tools=[WEATHER_TOOL], tool_choice="required"
+        )
+    error = unfollowed.value
+    assert error.status_code == 502 and error.body["code"] == "tool_choice_not_followed"
+    assert error.response.headers["x-should-retry"] == "false" and "get_weather" in error.message
+
+
+def test_tool_choice_none_on_a_resumed_episode_keeps_its_next_action_off_the_client_tools(tmp_path) -> None:
+    def weather_twice(messages: list) -> str:
+        if "(This turn: do not call get_weather.)" in messages[-1].content:
+            return "<answer>done</answer>"
+        return '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+
+    with served(system(script=weather_twice), trace=str(tmp_path / "t.jsonl")) as url:
+        api = client(url)
+        first = api.chat.completions.create(model="tiny-orchestrator", messages=ask(QUESTION), tools=[WEATHER_TOOL])
+        second = api.chat.completions.create(
+            model="tiny-orchestrator", messages=reply_to(first.choices[0].message, "sunny"), tools=[WEATHER_TOOL],
+            tool_choice="none",
+        )  # fmt: skip
+    assert second.choices[0].message.content == "done"
+
+
 def test_policies_without_tool_calls_refuse_client_tools_and_tool_choice_none_hides_them() -> None:
     served_system = system()
     with served(system("planner", policy="dag"), served_system) as url:
         with pytest.raises(openai.BadRequestError, match="dag policy"):
             client(url).chat.completions.create(model="planner", messages=ask(), tools=[WEATHER_TOOL])
+        with pytest.raises(openai.BadRequestError, match="dag policy of planner cannot honour tool_choice") as refused:
+            client(url).chat.completions.create(
+                model="planner", messages=ask(), tools=[WEATHER_TOOL], tool_choice="required"
+            )
+        assert refused.value.body["param"] == "tool_choice"
         reply = client(url).chat.completions.create(
             model="tiny-orchestrator", messages=ask(), tools=[WEATHER_TOOL], tool_choice="none"
         )

@@ -10,20 +10,24 @@ from podium.cli.common import errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.errors import PodiumError
 from podium.serve.http import run_app
-from podium.serve.orchestrator_server import ServeConfig, create_orchestrator_app
+from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
 from podium.solve.config import SystemConfig
 from podium.solve.router import load_system
 from podium.solve.system import System
 
 
-@config_options(ServeConfig, ("max_concurrent", "max_queued", "api_key_env", "trace", "request_log"))
+@config_options(
+    ServeConfig,
+    ("max_concurrent", "max_queued", ("request_timeout_s", "--request-timeout"), "api_key_env", "trace", "request_log"),
+)
 def serve_command(
     system: Annotated[
         list[Path] | None,
         typer.Option(
             "--system",
             help="System file (repeatable): an orchestrator (a `podium eval` orchestrator file works as it is) or a "
-            "router (kind router); its name is the model id. Default: the embedded offline orchestrator.",
+            "router (kind router); its name is the model id. Default: the embedded offline orchestrator, two turns "
+            "then the summarizer.",
         ),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -44,7 +48,7 @@ def serve_command(
         if system:
             systems = [load_system(path) for path in system]
         else:
-            systems = [System.build(SystemConfig(), source="the embedded orchestrator")]
+            systems = [System.build(DEFAULT_SYSTEM, source="the embedded orchestrator")]
         app = create_orchestrator_app(systems, settings)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error

@@ -15,6 +15,7 @@ from podium.policies.base import (
     Outcome,
     Policy,
     PoolView,
+    ToolChoice,
     Toolset,
     refused,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "SerialPolicy",
     "Subtask",
     "Summarize",
+    "ToolChoice",
     "Toolset",
     "build_policy",
     "refused",

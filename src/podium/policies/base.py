@@ -7,8 +7,8 @@ Parsing never raises anything but :class:`ActionParseError`, whose message is sh
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from podium.backends.grammar import Grammar, Limits, fit
 from podium.core.calls import Refusal, Status, ToolCall, ToolResult, ToolSpec
@@ -62,6 +62,50 @@ class PoolView:
     """Worker labels as shown."""
     admissible: frozenset[tuple[str, str]] = frozenset()
     """Admissible (worker label, primitive) pairs."""
+    may_answer: bool = True
+    """Whether the next action may answer (not while a :class:`ToolChoice` requires a call)."""
+    answer_schema: dict[str, Any] | None = None
+    """The JSON schema an answer must match (a served request's ``response_format``); ``None``: free text. A
+    policy whose orchestrator writes the answer decodes it under this schema where it decodes under a grammar."""
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """What the orchestrator's next action may be, as OpenAI's ``tool_choice`` restricts a model's reply:
+    ``required``, a round of calls of ``tools`` only (no answer); ``none``, no call of ``tools``. Checked on every
+    output (:meth:`problem`) and, where the orchestrator decodes under a grammar, built into it
+    (:meth:`restrict`)."""
+
+    mode: Literal["required", "none"]
+    tools: frozenset[str]
+    """The tools concerned (a served client's, by the names the orchestrator sees)."""
+
+    def restrict(self, view: PoolView) -> PoolView:
+        """``view`` with only the tools the next action may call (and no answer when a call is required)."""
+        if self.mode == "required":
+            return replace(view, tools=[t for t in view.tools if t.name in self.tools], may_answer=False)
+        return replace(view, tools=[t for t in view.tools if t.name not in self.tools])
+
+    def problem(self, action: Action) -> str | None:
+        """Why ``action`` breaks this choice (``None``: it does not)."""
+        names = sorted(self.tools)
+        called = [call.name for call in action.calls] if isinstance(action, Calls) else []
+        if self.mode == "required" and (not isinstance(action, Calls) or set(called) - self.tools):
+            return f"this turn must call {_one_of(names)} and nothing else (the client requires a call)"
+        if self.mode == "none" and set(called) & self.tools:
+            return f"this turn may not call {_one_of(names)} (the client allows no call of them now)"
+        return None
+
+    def instruction(self) -> str:
+        """What the orchestrator is told before the turn."""
+        names = _one_of(sorted(self.tools))
+        if self.mode == "required":
+            return f"(This turn: call {names}; do not answer.)"
+        return f"(This turn: do not call {names}.)"
+
+
+def _one_of(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else "one of " + ", ".join(names)
 
 
 @dataclass(frozen=True)
@@ -106,6 +150,9 @@ class Policy(ABC):
     calls_tools: bool = False
     """Whether the orchestrator calls the episode's tools by name (so tools added for one episode, such as a
     served client's, can be offered to it)."""
+    reserved_names: tuple[str, ...] = ()
+    """Names its actions call that are not tools of the episode (the parallel policy's ``final_answer``): a tool
+    added for one episode may not take them."""
 
     @abstractmethod
     def system_prompt(self, view: PoolView) -> str:

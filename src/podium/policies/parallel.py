@@ -55,6 +55,7 @@ class ParallelPolicy(Policy):
     name = "parallel"
     max_turns = 12
     calls_tools = True
+    reserved_names = (FINAL_ANSWER.name,)
     summarize_on_stop = True
 
     def __init__(self, max_calls_per_round: int = 4) -> None:
@@ -89,7 +90,8 @@ class ParallelPolicy(Policy):
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>\n{remaining}'
 
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
-        call = sequence(call_grammar([*view.tools, FINAL_ANSWER], limits), literal("\n"))
+        tools = [*view.tools, FINAL_ANSWER] if view.may_answer else view.tools
+        call = sequence(call_grammar(tools, limits), literal("\n"))
         reasoning = sequence(literal("<reasoning>"), free_text("[^<]", 0, limits.thinking), literal("</reasoning>\n"))
         return sequence(reasoning, repeated(call, 1, self.max_calls_per_round))
 

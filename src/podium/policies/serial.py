@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from podium.backends.grammar import Grammar, Limits, choice, free_text, literal, optional, sequence
+from podium.backends.grammar import Grammar, Limits, choice, free_text, json_value, literal, optional, sequence
 from podium.core.answers import last_boxed
 from podium.core.calls import ToolResult
 from podium.policies.base import Action, ActionParseError, Answer, Calls, Policy, PoolView
@@ -58,7 +58,12 @@ class SerialPolicy(Policy):
         return f'<tool_response status="PARSE_ERR">\n{reason}\n</tool_response>'
 
     def build_grammar(self, view: PoolView, limits: Limits, previous: Sequence[Action] = ()) -> Grammar | None:
-        options = [sequence(literal("<answer>"), free_text("[^<]", 1, limits.answer), literal("</answer>"))]
+        answer = (
+            free_text("[^<]", 1, limits.answer)
+            if view.answer_schema is None
+            else json_value(view.answer_schema, limits)
+        )
+        options = [sequence(literal("<answer>"), answer, literal("</answer>"))] if view.may_answer else []
         if view.tools:
             options.insert(0, call_grammar(view.tools, limits))
         thinking = sequence(literal("<think>"), free_text("[^<]", 0, limits.thinking), literal("</think>\n"))

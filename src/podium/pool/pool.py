@@ -6,6 +6,7 @@ import random
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from podium.backends.base import ChatBackend
 from podium.backends.embedded import EMBEDDED_MODEL
@@ -136,13 +137,15 @@ class Pool:
             for name in tools
         )
 
-    def summarizer(self, worker: str | None = None, max_tokens: int | None = None) -> ToolRegistry:
+    def summarizer(
+        self, worker: str | None = None, max_tokens: int | None = None, answer_schema: dict[str, Any] | None = None
+    ) -> ToolRegistry:
         """The summarizer role (``final_answer``) on ``worker`` (a name; default the role worker, else the first
-        worker), its reply at most ``max_tokens`` (default and cap: the worker's own), in a registry of its own:
-        the orchestrator is not offered it as a tool."""
+        worker), its reply at most ``max_tokens`` (default and cap: the worker's own) and JSON of ``answer_schema``
+        when given, in a registry of its own: the orchestrator is not offered it as a tool."""
         chosen = self.workers[worker or self.config.role_worker or self.config.workers[0].name]
         limit = min(chosen.max_tokens, max_tokens or chosen.max_tokens)
-        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.call_timeout_s)
+        tool = summarizer_tool(self.backends[chosen.name], limit, chosen.call_timeout_s, answer_schema)
         return ToolRegistry([tool], prices=self.prices, max_observation_chars=self.config.max_observation_chars)
 
     def close(self) -> None:

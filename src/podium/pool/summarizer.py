@@ -4,9 +4,10 @@ errors run out before an answer (``summarize_on_stop``). It is not among the too
 the parallel policy lists it itself (:data:`FINAL_ANSWER`)."""
 
 import contextlib
+from typing import Any
 
 from podium.backends.base import ChatBackend
-from podium.backends.grammar import BudgetTooSmall, Grammar, Limits, fit, free_text, literal, sequence
+from podium.backends.grammar import BudgetTooSmall, Grammar, Limits, fit, fit_schema, free_text, literal, sequence
 from podium.core.calls import ToolSpec
 from podium.core.messages import Message
 from podium.pool.context import current_episode
@@ -25,6 +26,11 @@ SUMMARIZER_PROMPT = (
     "history, weigh the evidence (prefer results that were verified or agreed on; ignore failed calls), and "
     "answer the question. Be brief, and end with the final answer in \\boxed{}."
 )
+JSON_SUMMARIZER_PROMPT = SUMMARIZER_PROMPT.replace(
+    "Be brief, and end with the final answer in \\boxed{}.",
+    "Write the answer as the JSON the question asks for, alone.",
+)
+"""The prompt when the answer must be JSON of a schema (the reply is decoded under it)."""
 
 
 def _request() -> str:
@@ -36,8 +42,8 @@ def _request() -> str:
     )
 
 
-def _messages() -> list[Message]:
-    return [Message(role="system", content=SUMMARIZER_PROMPT), Message(role="user", content=_request())]
+def _messages(prompt: str = SUMMARIZER_PROMPT) -> list[Message]:
+    return [Message(role="system", content=prompt), Message(role="user", content=_request())]
 
 
 def summary_grammar(limits: Limits) -> Grammar:
@@ -47,17 +53,24 @@ def summary_grammar(limits: Limits) -> Grammar:
     return sequence(reasoning, literal("\\boxed{"), free_text(r"[^{}<\n]", 1, limits.answer), literal("}"))
 
 
-def summarizer_tool(backend: ChatBackend, max_tokens: int, timeout_s: float) -> Tool:
+def summarizer_tool(
+    backend: ChatBackend, max_tokens: int, timeout_s: float, answer_schema: dict[str, Any] | None = None
+) -> Tool:
     """The ``final_answer`` tool, backed by ``backend``; decoded under :func:`summary_grammar` where the backend
-    takes regular expressions."""
+    takes regular expressions, or, when the answer must be JSON of ``answer_schema``, under that schema (as the
+    backend constrains JSON: a local model's grammar, a server's structured output)."""
     options: dict[str, object] = {}
+    prompt = SUMMARIZER_PROMPT
     # A budget too small for the grammar leaves the reply free rather than impossible.
     with contextlib.suppress(BudgetTooSmall):
-        if backend.supports_regex:
+        if answer_schema is not None:
+            options["json_schema"] = fit_schema(answer_schema, max_tokens)
+            prompt = JSON_SUMMARIZER_PROMPT
+        elif backend.supports_regex:
             options["regex"] = fit(summary_grammar, max_tokens).regex
 
     async def run() -> ToolOutput:
-        return await ask(backend, _messages(), max_tokens=max_tokens, **options)
+        return await ask(backend, _messages(prompt), max_tokens=max_tokens, **options)
 
     return Tool.from_schema(
         FINAL_ANSWER.name,

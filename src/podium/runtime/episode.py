@@ -29,7 +29,8 @@ from podium.core.preference import Preference
 from podium.core.progress import EpisodeEvent, EventKind, OnEvent, token_progress
 from podium.core.trajectory import Trajectory, Turn
 from podium.costs.ledger import Ledger, Refused, RunCap
-from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, Toolset
+from podium.errors import ConfigError
+from podium.policies import Action, ActionParseError, Answer, Policy, PoolView, ToolChoice, Toolset
 from podium.pool.context import EpisodeContext, current_episode
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment
@@ -52,6 +53,9 @@ LIMIT_STOPS = (
 Respond = Callable[[str], Awaitable[str | None]]
 """A conversation partner (a simulated user): given the orchestrator's answer, the next user message, or
 ``None`` when the conversation is over."""
+NextChoice = Callable[[], ToolChoice | None]
+"""Asked before every turn: what the next action may be (a served client's ``tool_choice``, which each of its
+requests may change); ``None``: any action of the policy."""
 
 
 class Episode:
@@ -74,6 +78,7 @@ class Episode:
         metadata: dict[str, Any],
         on_event: OnEvent | None = None,
         allowance: RunCap | None = None,
+        tool_choice: NextChoice | None = None,
     ) -> None:
         self.question = question
         self.orchestrator = orchestrator
@@ -84,6 +89,9 @@ class Episode:
         self.constrained = constrained
         self.respond = respond
         self.on_event = on_event
+        if tool_choice is not None and not policy.calls_tools:
+            raise ConfigError(f"the {policy.name} policy does not call tools by name: it cannot honour tool_choice")
+        self.tool_choice = tool_choice
         self.ledger = Ledger(budget, allowance)
         self.dispatch = EpisodeDispatcher(self.ledger, self.context, self._finished, toolsets)
         self.actions: list[Action] = []
@@ -176,8 +184,10 @@ class Episode:
 
     async def _turn(self) -> StopReason | None:
         started = time.perf_counter()
-        choices = self.policy.choices(self.view, self.actions)
-        generated = await self._generate(choices)
+        tool_choice = self.tool_choice() if self.tool_choice is not None else None
+        view = self._restricted(tool_choice)
+        choices = self.policy.choices(view, self.actions)
+        generated = await self._generate(choices, view)
         if isinstance(generated, StopReason):
             return generated
         output = self.policy.decide(generated.text, generated.choice_probs, self.actions)
@@ -194,10 +204,13 @@ class Episode:
         self._say("assistant", output)
         self._emit("turn", turn=turn.index, detail=output, usage=generated.usage)
         try:
-            action = self.policy.parse(output, self.view, self.actions)
+            action = self.policy.parse(output, view, self.actions)
             if generated.finish_reason == "length" and isinstance(action, Answer):
                 limit = self.config.max_tokens
                 raise ActionParseError(f"the output was cut off at max_tokens={limit} before it finished; be brief")
+            problem = None if tool_choice is None else tool_choice.problem(action)
+            if problem is not None:
+                raise ActionParseError(problem)
         except ActionParseError as error:
             self.parse_errors += 1
             turn.parse_error = str(error)
@@ -246,16 +259,32 @@ class Episode:
             options["seed"] = self.config.sampling_seed + len(self.trajectory.turns)
         return options
 
-    async def _generate(self, choices: list[str] | None) -> Generation | StopReason:
+    def _restricted(self, tool_choice: ToolChoice | None) -> PoolView:
+        """The view of the next turn under ``tool_choice``; its instruction ends the message the turn answers."""
+        if tool_choice is None:
+            return self.view
+        view = tool_choice.restrict(self.view)
+        if not view.tools and not view.may_answer:
+            raise ConfigError(
+                f"tool_choice requires a call of {sorted(tool_choice.tools)}, which the allow/deny lists hide"
+            )
+        last = self.trajectory.messages[-1]
+        note = tool_choice.instruction()
+        if not last.content.endswith(note):
+            self.trajectory.messages[-1] = last.model_copy(update={"content": f"{last.content}\n\n{note}"})
+        return view
+
+    async def _generate(self, choices: list[str] | None, view: PoolView) -> Generation | StopReason:
         """The orchestrator's next output, generated under the budget and the deadline (one of ``choices`` when
-        the policy's next action is one of a few words and the backend can pick among them)."""
+        the policy's next action is one of a few words and the backend can pick among them; under the grammar of
+        ``view`` when the orchestrator decodes under one)."""
         max_tokens = self.config.max_tokens
         options = self._sampling()
         picks = self.orchestrator.supports_choices and (self.constrained or not self.orchestrator.writes_text)
         if choices is not None and picks:
             options["choices"] = choices
         elif self.constrained:  # the grammar fits the budget, so an action always closes within it
-            grammar = self.policy.grammar(self.view, self.actions, max_tokens)
+            grammar = self.policy.grammar(view, self.actions, max_tokens)
             if grammar is not None:
                 options["regex"] = grammar.regex
                 max_tokens = grammar.max_tokens or max_tokens

@@ -2,6 +2,7 @@
 (``podium run``), evaluation and RL rollouts all call :meth:`Executor.run`."""
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment, checked_attachments
 from podium.pool.tool import Tool
 from podium.runtime.config import RunConfig
-from podium.runtime.episode import Episode, Respond
+from podium.runtime.episode import Episode, NextChoice, Respond
 
 
 class Executor:
@@ -91,29 +92,28 @@ class Executor:
         attachments: Sequence[Attachment] = (),
         history: Sequence[Message] = (),
         allowance: RunCap | None = None,
+        tool_choice: NextChoice | None = None,
+        answer_schema: dict[str, Any] | None = None,
     ) -> Trajectory:
         """One episode on ``question``. ``seed`` resamples blind labels; ``tools`` adds episode tools (an
         environment's functions); ``instructions`` (a domain policy) joins the system prompt; with ``respond`` an
-        answer goes to a conversation partner and the episode continues until it ends the conversation;
-        ``on_event`` is called at each step of the episode and as the model generates (for live displays);
-        ``attachments`` are files (SQLite databases, documents, code) this episode's primitives may read, besides
-        the pool's; ``history`` holds earlier turns of a conversation (user and assistant messages), shown before
-        the question as far as ``max_history_tokens`` allows, the newest kept first; ``allowance`` is a USD cap the
-        episode shares with others (a served API key's day), which each of its steps draws on too."""
+        answer goes to a conversation partner and the episode goes on until it ends the conversation; ``on_event``
+        follows each step and the generation (live displays); ``attachments`` are files its primitives may read
+        besides the pool's; ``history`` holds a conversation's earlier turns, shown before the question within
+        ``max_history_tokens``, the newest first; ``allowance`` is a USD cap shared with other episodes (a served
+        key's day) that each step draws on; ``tool_choice`` says before each turn what the next action may be (a
+        policy that calls no tools by name cannot honour one); ``answer_schema`` is the answer's JSON schema, decoded
+        under it where the orchestrator writes the answer under a grammar."""
         attached = checked_attachments(attachments, Path.cwd())
         pool = self.pool.relabelled(seed) if seed is not None else self.pool
         view, registry = self.view(pool, tools)
+        view = self._shaped(view, answer_schema)
         system = self.policy.system_prompt(view)
         if instructions:
             system = f"{system}\n\n{instructions}"
         shown = fit_history(history, self.orchestrator, self.config.max_history_tokens)
         provenance = {
-            "policy": self.policy.name,
-            "orchestrator": self.orchestrator.model,
-            "labels": dict(pool.labels),
-            **({"seed": seed} if seed is not None else {}),
-            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
-            **({"attachments": [a.name for a in attached]} if attached else {}),
+            **self._provenance(pool, seed, attached),
             **({"history": {"messages": len(history), "shown": len(shown)}} if history else {}),
             **(metadata or {}),
         }
@@ -123,7 +123,7 @@ class Executor:
             orchestrator=self.orchestrator,
             policy=self.policy,
             view=view,
-            toolsets=self._toolsets(pool, registry),
+            toolsets=self._toolsets(pool, registry, answer_schema),
             attachments=attached,
             config=self.config,
             budget=self.budget,
@@ -132,8 +132,32 @@ class Executor:
             metadata=provenance,
             on_event=on_event,
             allowance=allowance,
+            tool_choice=tool_choice,
         )
         return await episode.play(system, shown)
+
+    def _shaped(self, view: PoolView, answer_schema: dict[str, Any] | None) -> PoolView:
+        """``view`` with the answer's schema, where the policy's grammar can take it (a schema it cannot build, or
+        one too large for the turn's budget, leaves the answer free: it is checked afterwards)."""
+        shaped = replace(view, answer_schema=answer_schema)
+        if answer_schema is None or not self.orchestrator.supports_regex or self.config.constrained == "never":
+            return shaped
+        try:
+            self.policy.grammar(shaped, max_tokens=self.config.max_tokens)
+        except (MissingExtraError, ValueError):
+            return view
+        return shaped
+
+    def _provenance(self, pool: Pool, seed: int | None, attached: Sequence[Attachment]) -> dict[str, Any]:
+        """What a trajectory records of how its episode was set up."""
+        return {
+            "policy": self.policy.name,
+            "orchestrator": self.orchestrator.model,
+            "labels": dict(pool.labels),
+            **({"seed": seed} if seed is not None else {}),
+            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
+            **({"attachments": [a.name for a in attached]} if attached else {}),
+        }
 
     def view(
         self, pool: Pool | None = None, tools: Sequence[Tool] = (), *, strict: bool = True
@@ -173,9 +197,12 @@ class Executor:
         kept = registry.subset([name for name in registry.names() if shown(name)])
         return kept, [label for label in pool.labels.values() if shown(label)]
 
-    def _toolsets(self, pool: Pool, registry: ToolRegistry) -> dict[Toolset, ToolRegistry]:
-        """What an episode's calls run on: the tools it offers, the pool's summarizer, the primitive tools."""
-        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens)
+    def _toolsets(
+        self, pool: Pool, registry: ToolRegistry, answer_schema: dict[str, Any] | None = None
+    ) -> dict[Toolset, ToolRegistry]:
+        """What an episode's calls run on: the tools it offers, the pool's summarizer (writing JSON of
+        ``answer_schema`` when given), the primitive tools."""
+        summarizer = pool.summarizer(self.config.summarizer, self.config.summarizer_max_tokens, answer_schema)
         return {"tools": registry, "summarizer": summarizer, "primitives": pool.primitives}
 
     def _constrained(self, view: PoolView) -> bool:

@@ -1,8 +1,8 @@
 """``podium serve-model``: any backend behind an OpenAI-compatible HTTP API on 127.0.0.1.
 
-Endpoints: ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming; ``response_format`` of type
-``json_schema`` is honoured with constrained decoding where the backend has it, ``json_object`` accepts any
-JSON object). Errors use OpenAI's shape (:mod:`podium.serve.http`).
+Endpoints: ``GET /v1/models``, ``GET /v1/models/{model}`` and ``POST /v1/chat/completions`` (non-streaming;
+``response_format`` of type ``json_schema`` is honoured with constrained decoding where the backend has it,
+``json_object`` accepts any JSON object). Errors use OpenAI's shape (:mod:`podium.serve.http`).
 """
 
 import time
@@ -43,19 +43,24 @@ def create_app(backend: ChatBackend, *, default_max_tokens: int = 512) -> FastAP
     """The HTTP application serving ``backend``."""
     app = openai_app("Podium model server")
 
+    served = {"id": backend.model, "object": "model", "owned_by": "podium"}
+
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": backend.model, "object": "model", "owned_by": "podium"}]}
+        return {"object": "list", "data": [served]}
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str) -> dict[str, Any]:
+        if model != backend.model:
+            raise not_served(model)
+        return served
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: ChatRequest) -> dict[str, Any]:
         if request.stream:
             raise invalid_request("streaming is not supported", "stream")
         if request.model not in (None, backend.model):
-            raise ApiError(
-                404, f"model '{request.model}' is not served here; try '{backend.model}'", "not_found_error",
-                param="model", code="model_not_found",
-            )  # fmt: skip
+            raise not_served(request.model)
         stop = [request.stop] if isinstance(request.stop, str) else request.stop
         try:
             generation = await backend.generate(
@@ -69,6 +74,12 @@ def create_app(backend: ChatBackend, *, default_max_tokens: int = 512) -> FastAP
             status = 504 if error.status is Status.TIMEOUT else 500
             raise ApiError(status, str(error), "backend_error") from error
         return completion_body(generation)
+
+    def not_served(model: str) -> ApiError:
+        return ApiError(
+            404, f"model '{model}' is not served here; try '{backend.model}'", "not_found_error",
+            param="model", code="model_not_found",
+        )  # fmt: skip
 
     return app
 

@@ -2,24 +2,32 @@
 
 Metrics (each server has its own registry):
 
-* ``podium_requests_total{model,key,outcome}``: responses by outcome (``stop``, ``length``, ``tool_calls``, or
-  the error code: ``queue_full``, ``insufficient_quota``, ``cancelled``…); ``podium_request_seconds{model}`` and
-  ``podium_queue_wait_seconds`` their latency and queue wait.
-* ``podium_queue_depth``, ``podium_running_responses``, ``podium_waiting_episodes`` (parked on client tools).
+* ``podium_requests_total{model,key,outcome}``: every response by outcome (``stop``, ``length``, ``tool_calls``,
+  or the error code of a refusal or failure: ``invalid_request_error``, ``request_too_large``, ``unknown_url``,
+  ``invalid_api_key``, ``queue_full``, ``queue_timeout``, ``insufficient_quota``, ``request_timeout``,
+  ``cancelled``…); ``podium_request_seconds{model}`` and ``podium_queue_wait_seconds`` their latency and queue
+  wait.
+* ``podium_queue_depth``, ``podium_running_responses``, ``podium_waiting_episodes`` (parked on client tools) and
+  ``podium_waiting_cancelled_total{reason}`` (``client_tool_timeout``, ``waiting_cap``, ``superseded``).
 * ``podium_episode_usd_total{model,key}``, ``podium_episode_tokens_total{model,kind}``,
   ``podium_episodes_total{model,stop_reason}``.
 * ``podium_calls_total{model,tool,worker,status}``, ``podium_call_seconds{tool}``,
-  ``podium_call_usd_total{model,tool,worker}``: every call of every episode, per tool and the worker behind it
-  (client tools count as ``tool="(client)"``: their names are the clients', unbounded).
+  ``podium_call_usd_total{model,tool,worker}``: every call of every episode, per tool and the worker behind it.
 
-The request log has one JSON object per line per response (``event: request``) and per ended episode
-(``event: episode``): ids, model, key name, outcome, stop reason, turns, calls, tokens, USD, queue wait and wall
-time. It goes to a file, or to stderr for ``-``.
+Label values come from one place (:class:`Labels`): only names the server knows (its models, the tools and
+workers of their pools, its keys); any other value a client or a model could choose (a model id a request asks
+for, a tool name an orchestrator made up, a client tool's name) is ``unknown`` (client tools: ``(client)``), so no
+request can grow the metrics. ``model`` is empty for a request refused before its model was read.
+
+The request log has one JSON object per line per response (``event: request``), refusals included, and per
+ended episode (``event: episode``): ids, model, key name, outcome, HTTP status, stop reason, turns, calls, tokens,
+USD, queue wait and wall time. It goes to a file, or to stderr for ``-``.
 """
 
 import json
 import sys
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,15 +37,43 @@ from podium.core.jsonsafe import json_ready
 from podium.core.trajectory import Trajectory
 
 CLIENT_TOOL_LABEL = "(client)"
+UNKNOWN_LABEL = "unknown"
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
+class Labels:
+    """The values metric labels may take: the names the server knows, and ``unknown`` for any other."""
+
+    def __init__(
+        self, models: Collection[str], tools: Collection[str], workers: Collection[str], keys: Collection[str]
+    ) -> None:
+        self.models, self.tools, self.workers, self.keys = set(models), set(tools), set(workers), set(keys)
+
+    def model(self, name: str | None) -> str:
+        """A served model's name; empty when the request named none."""
+        return "" if name is None else self._known(name, self.models)
+
+    def key(self, name: str | None) -> str:
+        return "" if name is None else self._known(name, self.keys)
+
+    def tool(self, name: str, client_tools: Collection[str] = ()) -> str:
+        return CLIENT_TOOL_LABEL if name in client_tools else self._known(name, self.tools)
+
+    def worker(self, name: str | None) -> str:
+        return "" if not name else self._known(name, self.workers)
+
+    @staticmethod
+    def _known(name: str, known: set[str]) -> str:
+        return name if name in known else UNKNOWN_LABEL
+
+
 class Metrics:
-    """The server's Prometheus instruments."""
+    """The server's Prometheus instruments, labelled through :class:`Labels`."""
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self) -> None:
+    def __init__(self, labels: Labels) -> None:
+        self.labels = labels
         self.registry = CollectorRegistry()
         registry = self.registry
         self.requests = Counter(
@@ -54,6 +90,10 @@ class Metrics:
         self.queue_depth = Gauge("podium_queue_depth", "Requests waiting for a slot.", registry=registry)
         self.running = Gauge("podium_running_responses", "Responses being worked on.", registry=registry)
         self.waiting = Gauge("podium_waiting_episodes", "Episodes waiting for client tool results.", registry=registry)
+        self.waiting_cancelled = Counter(
+            "podium_waiting_cancelled", "Episodes cancelled while waiting for client tool results, by reason.",
+            ["reason"], registry=registry,
+        )  # fmt: skip
         self.episodes = Counter(
             "podium_episodes", "Episodes ended, by stop reason.", ["model", "stop_reason"], registry=registry
         )
@@ -76,16 +116,24 @@ class Metrics:
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
-    def episode(self, model: str, key: str | None, trajectory: Trajectory, client_tools: set[str]) -> None:
+    def response(self, model: str | None, key: str | None, outcome: str, seconds: float | None = None) -> None:
+        """Count a response (a refusal included) and, when it was worked on, how long it took."""
+        label = self.labels.model(model)
+        self.requests.labels(label, self.labels.key(key), outcome).inc()
+        if seconds is not None:
+            self.request_seconds.labels(label).observe(seconds)
+
+    def episode(self, model: str, key: str | None, trajectory: Trajectory, client_tools: Collection[str]) -> None:
         """Count an ended episode and every call it made."""
         usage = trajectory.usage
+        model = self.labels.model(model)
         self.episodes.labels(model, str(trajectory.stop_reason)).inc()
-        self.usd.labels(model, key or "").inc(usage.usd)
+        self.usd.labels(model, self.labels.key(key)).inc(usage.usd)
         self.tokens.labels(model, "prompt").inc(usage.input_tokens)
         self.tokens.labels(model, "completion").inc(usage.output_tokens)
         for result in trajectory.results:
-            tool = CLIENT_TOOL_LABEL if result.call.name in client_tools else result.call.name
-            worker = result.worker or ""
+            tool = self.labels.tool(result.call.name, client_tools)
+            worker = self.labels.worker(result.worker)
             self.calls.labels(model, tool, worker, result.status.value).inc()
             self.call_seconds.labels(tool).observe(result.usage.latency_s)
             self.call_usd.labels(model, tool, worker).inc(result.usage.usd)

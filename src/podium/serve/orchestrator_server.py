@@ -12,7 +12,6 @@ it spent (and the bounds of the work cut short) is charged to its key, and the t
 reason ``cancelled``.
 """
 
-import asyncio
 import json
 import time
 import uuid
@@ -22,23 +21,29 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
+from starlette.types import Scope
 
 from podium.config import Config
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
+from podium.pool.summarizer import FINAL_ANSWER
 from podium.runtime.config import RunConfig
 from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
 from podium.serve.http import DEFAULT_MAX_BODY_BYTES, ApiError, describe_errors, invalid_request, openai_app
 from podium.serve.legs import LegRequest, collect, json_text, stream
-from podium.serve.operations import Metrics, RequestLog, episode_record
+from podium.serve.operations import Labels, Metrics, RequestLog, episode_record
 from podium.serve.requests import EpisodeRequest, request_config
-from podium.serve.sessions import ClientCalls, ServedEpisode
+from podium.serve.sessions import ServedEpisode
+from podium.serve.waiting import WaitingEpisodes
+from podium.solve.config import SystemConfig
 from podium.solve.system import Chat, System
 
-RESERVED_TOOL_NAMES = ("final_answer",)
-"""Names a client tool may not take: the parallel policy's summarizer answers to it."""
+DEFAULT_SYSTEM = SystemConfig(max_turns=2, max_tokens=256, summarize_on_stop=True)
+"""What ``podium serve`` runs without ``--system``: the embedded offline orchestrator under limits within which
+it answers a plain question (two turns, then the summarizer writes the answer if none came; the serial grammar's
+fixed parts take 227 of its 256 tokens), as ``examples/systems/embedded-orchestrator.yaml`` does."""
 
 
 class ServeConfig(Config):
@@ -50,8 +55,14 @@ class ServeConfig(Config):
     """Requests that may wait for a slot; a request beyond them is answered 429 with Retry-After."""
     queue_timeout_s: PositiveFloat = 60.0
     """Longest wait in the queue; a request that waited this long is answered 503 with Retry-After."""
+    request_timeout_s: PositiveFloat | None = 120.0
+    """Longest the server works on one response (the queue wait not counted): past it the episode is cancelled
+    and the response is 504 ``request_timeout`` naming this limit; null (in a ``--config`` file): no limit.
+    (``podium.max_seconds``, the episode's own deadline, ends it with the answer its observations hold instead.)"""
     client_tool_timeout_s: PositiveFloat = 300.0
     """How long an episode waits for the results of the client calls it handed out before it is cancelled."""
+    max_waiting_episodes: PositiveInt = 128
+    """Most episodes waiting for client tool results at once; past it the one waiting longest is cancelled."""
     max_request_bytes: PositiveInt = DEFAULT_MAX_BODY_BYTES
     """Largest request body read; a larger one is answered 413."""
     api_key_env: str | None = None
@@ -64,7 +75,7 @@ class ServeConfig(Config):
     trace: str | None = None
     """Append every ended trajectory to this JSONL file."""
     request_log: str | None = None
-    """Append one JSON line per response and per ended episode to this file (``-``: stderr)."""
+    """Append one JSON line per response (refusals included) and per ended episode to this file (``-``: stderr)."""
     heartbeat_s: PositiveFloat = 2.0
     """Seconds between heartbeat events of a stream while the episode works without news."""
 
@@ -85,21 +96,22 @@ class EpisodeServer:
             keys.append(ApiKey(name="default", key_env=config.api_key_env))
         self.accounts = Accounts(keys, config.spend_file)
         self.admission = Admission(config.max_concurrent, config.max_queued, config.queue_timeout_s)
-        self.metrics = Metrics()
+        self.metrics = Metrics(known_labels(systems, [key.name for key in keys]))
         self.log = RequestLog(config.request_log)
-        self.parked: dict[str, ServedEpisode] = {}
-        """Episodes waiting on client calls, by the calls' ids."""
-        self.expiries: dict[str, asyncio.TimerHandle] = {}
+        self.waiting = WaitingEpisodes(config.client_tool_timeout_s, config.max_waiting_episodes, self.metrics)
 
     async def authorize(self, request: Request) -> str | None:
         """The name of the request's API key (401 when one is needed and missing or wrong)."""
-        return self.accounts.authorize(request.headers.get("authorization", ""))
+        account = self.accounts.authorize(request.headers.get("authorization", ""))
+        request.state.account = account
+        return account
 
     def models(self) -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [{"id": name, "object": "model", "created": 0, "owned_by": "podium"} for name in self.systems],
-        }
+        return {"object": "list", "data": [model_object(name) for name in self.systems]}
+
+    def model(self, name: str) -> dict[str, Any]:
+        self.system(name)
+        return model_object(name)
 
     def system(self, model: str) -> System:
         system = self.systems.get(model)
@@ -110,43 +122,56 @@ class EpisodeServer:
             )  # fmt: skip
         return system
 
+    def refused(self, scope: Scope, error: ApiError) -> None:
+        """Count and log a refusal no response recorded (a body check, a bad route, a missing key…)."""
+        state = scope.get("state", {})
+        model, account = state.get("model"), state.get("account")
+        outcome = error.code or error.kind
+        self.metrics.response(model, account, outcome)
+        record = {"event": "request", "model": model, "key": account, "outcome": outcome, "status": error.status}
+        self.log.write(record | {"method": scope.get("method"), "path": scope.get("path")})
+
     async def complete(self, request: Request, account: str | None) -> Response:
         """One chat completion: a new episode, or the resumption of one waiting on client calls."""
         started = time.perf_counter()
-        try:
-            body = await parsed(request)
-        except ApiError as error:
-            self.metrics.requests.labels("", account or "", error.code or error.kind).inc()
-            self.log.write({"event": "request", "model": None, "key": account, "outcome": error.code or error.kind})
-            raise
-        leg = LegRequest(f"chatcmpl-{uuid.uuid4().hex}", body, False, self.config.heartbeat_s)
+        body = await parsed(request)
+        request.state.model = body.model
+        leg = LegRequest(
+            f"chatcmpl-{uuid.uuid4().hex}", body, False, self.config.heartbeat_s, self.config.request_timeout_s
+        )
         try:
             self.system(leg.model)
             conversation = read_conversation(leg.body.messages)
             session = self._waiting_for(leg, conversation, account)
+            if session is None:
+                self.waiting.drop_superseded(leg.body, account)
             leg.resumed = session is not None
             waited = await self.admission.acquire()
         except ApiError as error:
             leg.outcome = error.code or error.kind
-            self._record(leg, account, started, 0.0)
+            self._record(leg, account, started, 0.0, error)
             raise
         try:
-            session = self._resume(session, conversation) if session else self._start(leg, conversation, account)
+            session = self._resume(session, leg, conversation) if session else self._start(leg, conversation, account)
         except ApiError as error:
             leg.outcome = error.code or error.kind
-            self._close(leg, None, account, started, waited)
+            self._close(leg, None, account, started, waited, error)
             raise
         if leg.body.stream:
             return EpisodeStream(self, session, leg, account, started, waited)
+        failed = None
         try:
-            completed = await collect(session, leg, self._park, disconnected(request))
+            completed = await collect(session, leg, self.waiting.park, disconnected(request))
+        except ApiError as error:
+            failed = error
+            raise
         finally:
-            self._close(leg, session, account, started, waited)
+            self._close(leg, session, account, started, waited, failed)
         return Response(json_text(completed), media_type="application/json")
 
     def _waiting_for(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode | None:
         """The episode the request's trailing tool results answer, if one waits here (checked, not yet taken)."""
-        session = next((self.parked[i] for i in conversation.results if i in self.parked), None)
+        session = next(filter(None, map(self.waiting.get, conversation.results)), None)
         if session is None or session.model != leg.model or session.account != account:
             return None
         session.check(conversation.results)
@@ -156,12 +181,13 @@ class EpisodeServer:
                 raise invalid_request(f"{field} differs from the request that started this episode", field)
         return session
 
-    def _resume(self, session: ServedEpisode, conversation: Conversation) -> ServedEpisode:
-        if not any(self.parked.get(call_id) is session for call_id in conversation.results):
+    def _resume(self, session: ServedEpisode, leg: LegRequest, conversation: Conversation) -> ServedEpisode:
+        if not any(self.waiting.get(call_id) is session for call_id in conversation.results):
             raise ApiError(
                 409, "another request resumed this episode already", "invalid_request_error", code="conflict"
             )
-        self._unpark(session)
+        session.choose(leg.body)
+        self.waiting.unpark(session)
         session.resume(conversation.results)
         return session
 
@@ -169,19 +195,24 @@ class EpisodeServer:
         """Start the request's episode under its limits and its key's allowance."""
         body, system = leg.body, self.system(leg.model)
         specs = body.client_tools()
-        taken = set(system.pool.registry.names()) | set(system.pool.labels.values()) | set(RESERVED_TOOL_NAMES)
-        for index, spec in enumerate(specs):
-            if spec.name in taken:
-                param = f"tools.{index}.function.name"
-                raise invalid_request(f"'{spec.name}' is a tool of the served pool already", param)
         try:
             config = request_config(system.config, system.executor().budget, body, None)
+            policy = system.executor(config).policy
         except ConfigError as error:
             raise invalid_request(str(error), body.param_of(error)) from error
+        if body.requires_call() and not policy.calls_tools:
+            raise invalid_request(
+                f"the {policy.name} policy of {system.name} cannot honour tool_choice: it calls no client tools",
+                "tool_choice",
+            )
+        if specs and not policy.calls_tools:
+            raise invalid_request(f"the {policy.name} policy of {system.name} cannot call client tools", "tools")
+        taken = {*system.pool.registry.names(), *system.pool.labels.values(), *policy.reserved_names}
         session = ServedEpisode(
             leg.request_id, leg.model, account, self.accounts.allowance(account), specs,
-            self.config.client_tool_timeout_s, settings=body.episode_settings(),
+            self.config.client_tool_timeout_s, taken=taken, settings=body.episode_settings(),
         )  # fmt: skip
+        session.choose(body)
         session.start(self._episode(leg, conversation, system, config, session), self._ended)
         return session
 
@@ -190,14 +221,6 @@ class EpisodeServer:
     ) -> Coroutine[Any, Any, Trajectory]:
         """The episode's coroutine: the one place serving solves a conversation."""
         body = leg.body
-        try:
-            executor = system.executor(config)
-        except ConfigError as error:
-            raise invalid_request(str(error), body.param_of(error)) from error
-        if session.client_tools and not executor.policy.calls_tools:
-            raise invalid_request(
-                f"the {executor.policy.name} policy of {system.name} cannot call client tools", "tools"
-            )
         metadata = {**(body.metadata or {}), "request_id": leg.request_id, "served_model": leg.model}
         if body.user is not None:
             metadata["user"] = body.user
@@ -207,9 +230,13 @@ class EpisodeServer:
             instructions=conversation.instructions,
             on_event=session.on_event,
             allowance=session.allowance,
+            tool_choice=session.next_choice,
+            answer_schema=body.answer_schema(),
         )
+        instruction = body.response_format.instruction() if body.response_format else None
+        task = conversation.task_with_work()
         return system.solve(
-            conversation.task_with_work(),
+            task if instruction is None else f"{task}\n\n{instruction}",
             seed=body.podium.seed,
             preference=body.preference(),
             settings=config,
@@ -217,25 +244,9 @@ class EpisodeServer:
             metadata=metadata,
         )
 
-    def _park(self, session: ServedEpisode, calls: ClientCalls) -> None:
-        """Keep ``session`` waiting for its client calls' results, at most ``client_tool_timeout_s``."""
-        for call in calls.calls:
-            self.parked[call.id] = session
-        timer = asyncio.get_running_loop().call_later(self.config.client_tool_timeout_s, session.cancel)
-        self.expiries[session.request_id] = timer
-        self.metrics.waiting.set(len({id(s) for s in self.parked.values()}))
-
-    def _unpark(self, session: ServedEpisode) -> None:
-        for call_id in [i for i, waiting in self.parked.items() if waiting is session]:
-            del self.parked[call_id]
-        timer = self.expiries.pop(session.request_id, None)
-        if timer is not None:
-            timer.cancel()
-        self.metrics.waiting.set(len({id(s) for s in self.parked.values()}))
-
     def _ended(self, session: ServedEpisode) -> None:
         """An episode ended (answered, failed, cancelled or expired): settle, count, trace and log it."""
-        self._unpark(session)
+        self.waiting.unpark(session)
         trajectory = session.trajectory
         spent = 0.0 if trajectory is None else trajectory.usage.usd + trajectory.metadata.get("abandoned_usd", 0.0)
         self.accounts.settle(session.account, spent)
@@ -244,26 +255,34 @@ class EpisodeServer:
         self.metrics.episode(session.model, session.account, trajectory, set(session.tools))
         if self.config.trace is not None:
             write_trajectories(self.config.trace, [trajectory])
-        self.log.write(episode_record(session.request_id, session.model, session.account, trajectory))
+        record = episode_record(session.request_id, session.model, session.account, trajectory)
+        if session.cancelled_because is not None:
+            record["cancelled_because"] = session.cancelled_because
+        self.log.write(record)
 
     def _close(
-        self, leg: LegRequest, session: ServedEpisode | None, account: str | None, started: float, waited: float
-    ) -> None:
+        self, leg: LegRequest, session: ServedEpisode | None, account: str | None, started: float, waited: float,
+        error: ApiError | None = None,
+    ) -> None:  # fmt: skip
         """A response ended: free its slot; a client gone before the leg's end cancels the episode."""
         if session is not None and not leg.done():
             session.cancel()
-        self.admission.release(time.perf_counter() - started - waited)
-        self._record(leg, account, started, waited)
+        self.admission.release()
+        self._record(leg, account, started, waited, error)
 
-    def _record(self, leg: LegRequest, account: str | None, started: float, waited: float) -> None:
+    def _record(
+        self, leg: LegRequest, account: str | None, started: float, waited: float, error: ApiError | None = None
+    ) -> None:
         elapsed = time.perf_counter() - started
-        self.metrics.requests.labels(leg.model, account or "", leg.outcome).inc()
-        self.metrics.request_seconds.labels(leg.model).observe(elapsed)
+        self.metrics.response(leg.model, account, leg.outcome, elapsed)
         self.metrics.queue_wait.observe(waited)
         self.metrics.queue_depth.set(self.admission.queued)
         self.metrics.running.set(self.admission.running)
         record = {"event": "request", "request_id": leg.request_id, "model": leg.model, "key": account}
         record |= {"stream": leg.body.stream, "resumed": leg.resumed, "outcome": leg.outcome}
+        if error is not None:
+            error.recorded = True
+            record["status"] = error.status
         self.log.write(record | {"queue_s": round(waited, 4), "wall_s": round(elapsed, 4)})
 
 
@@ -275,7 +294,7 @@ class EpisodeStream(StreamingResponse):
         self, server: EpisodeServer, session: ServedEpisode, leg: LegRequest, account: str | None,
         started: float, waited: float,
     ) -> None:  # fmt: skip
-        super().__init__(stream(session, leg, server._park), media_type="text/event-stream")
+        super().__init__(stream(session, leg, server.waiting.park), media_type="text/event-stream")
         self.closing = (server, session, leg, account, started, waited)
 
     async def __call__(self, *arguments: Any) -> None:
@@ -305,16 +324,40 @@ async def disconnected(request: Request) -> None:
         continue
 
 
+def model_object(name: str) -> dict[str, Any]:
+    """A served orchestrator as OpenAI's ``model`` object."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": "podium"}
+
+
+def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
+    """The label values the metrics of a server of ``systems`` may show: the systems' names, every tool their
+    episodes can call (the pools' tools and workers as shown, the summarizer, the primitives) and every worker
+    model."""
+    tools: set[str] = {FINAL_ANSWER.name}
+    workers: set[str] = set()
+    for system in systems:
+        pool = system.pool
+        tools |= {*pool.registry.names(), *pool.labels.values(), *pool.primitives.names()}
+        workers |= {backend.model for backend in pool.backends.values()}
+    return Labels([system.name for system in systems], tools, workers, keys)
+
+
 def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | None = None) -> FastAPI:
-    """The HTTP application serving ``systems`` (their names are the model ids)."""
+    """The HTTP application serving ``systems`` (their names are the model ids). Its routes are registered here,
+    each behind the API key check; every error it answers is counted and logged once (:meth:`EpisodeServer.refused`
+    for those no response recorded)."""
     settings = config or ServeConfig()
     server = EpisodeServer(systems, settings)
-    app = openai_app("Podium orchestrator server", settings.max_request_bytes)
+    app = openai_app("Podium orchestrator server", settings.max_request_bytes, refused=server.refused)
     app.state.server = server
 
     @app.get("/v1/models", dependencies=[Depends(server.authorize)])
     async def models() -> dict[str, Any]:
         return server.models()
+
+    @app.get("/v1/models/{model:path}", dependencies=[Depends(server.authorize)])
+    async def model(model: str) -> dict[str, Any]:
+        return server.model(model)
 
     @app.get("/metrics", dependencies=[Depends(server.authorize)])
     async def metrics() -> Response:

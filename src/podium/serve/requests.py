@@ -7,21 +7,27 @@ Every field is either honoured or refused with a 400 naming it; none is silently
   (an orchestrator turn, the summarizer) takes more tokens. A budget too small for one action of the policy is
   a 400 naming the field.
 * ``stop`` cuts the answer before the first stop string (tool calls are never cut).
-* ``tools`` join the pool for this request as client tools; ``tool_choice`` ``auto`` (default) offers them and
-  ``none`` does not; ``parallel_tool_calls: false`` allows one call per round.
-* ``frequency_penalty``, ``presence_penalty``, ``logprobs``, ``top_logprobs``, ``logit_bias``, ``response_format``
-  and ``store`` are accepted only at their neutral values; ``n`` only as 1. ``user`` and ``metadata`` are recorded.
+* ``tools`` join the pool for this request as client tools (one named like a tool of the pool or the policy's
+  ``final_answer`` is renamed for the orchestrator and handed back under its own name); ``tool_choice``: ``auto``
+  (default) lets the orchestrator call them or not, ``none`` does not let it, ``required`` makes its next action a
+  call of them (no answer, no call of the pool's own tools), ``{"type": "function", "function": {"name": …}}`` a
+  call of that one; each request of an episode sets it for its own response. ``parallel_tool_calls: false``
+  allows one call per round.
+* ``response_format`` ``json_object`` or ``json_schema``: the answer is that JSON (:mod:`podium.serve.answer_format`).
+* ``frequency_penalty``, ``presence_penalty``, ``logprobs``, ``top_logprobs``, ``logit_bias`` and ``store`` are
+  accepted only at their neutral values; ``n`` only as 1. ``user`` and ``metadata`` are recorded.
 * Podium's own fields go in an extra ``podium`` object (:class:`PodiumOptions`).
 """
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from podium.core.budget import Budget
 from podium.core.calls import ToolSpec
 from podium.core.preference import Preference
 from podium.runtime.config import RunConfig
+from podium.serve.answer_format import ResponseFormat
 from podium.serve.http import TextPart, invalid_request
 
 
@@ -48,6 +54,9 @@ class PodiumOptions(BaseModel):
     """Include the whole trajectory in the response (in the final chunk when streaming)."""
 
 
+NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     include_usage: bool = False
@@ -57,8 +66,14 @@ class FunctionDefinition(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = Field(default_factory=lambda: dict(NO_PARAMETERS))
+    """The arguments' JSON schema; omitted or ``{}``: none."""
     strict: bool | None = None
+
+    @field_validator("parameters")
+    @classmethod
+    def _none_when_empty(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        return parameters or dict(NO_PARAMETERS)
 
 
 class ToolDefinition(BaseModel):
@@ -72,6 +87,19 @@ class ToolDefinition(BaseModel):
         function = self.function
         description = function.description.strip() or f"The client's tool {function.name}."
         return ToolSpec(name=function.name, description=description, parameters=function.parameters)
+
+
+class FunctionName(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+
+
+class NamedToolChoice(BaseModel):
+    """A ``tool_choice`` that names the client tool to call."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["function"]
+    function: FunctionName
 
 
 class CalledFunction(BaseModel):
@@ -118,7 +146,7 @@ class EpisodeRequest(BaseModel):
     stream_options: StreamOptions | None = None
     n: Literal[1] = 1
     tools: list[ToolDefinition] | None = None
-    tool_choice: Literal["auto", "none"] | None = None
+    tool_choice: Literal["auto", "none", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
@@ -131,22 +159,42 @@ class EpisodeRequest(BaseModel):
     logprobs: Literal[False] | None = None
     top_logprobs: Literal[0] | None = None
     logit_bias: dict[str, Literal[0]] | None = None
-    response_format: dict[Literal["type"], Literal["text"]] | None = None
+    response_format: ResponseFormat | None = None
     store: Literal[False] | None = None
     user: str | None = None
     metadata: dict[str, str] | None = None
     podium: PodiumOptions = Field(default_factory=PodiumOptions)
 
+    @field_validator("tool_choice", mode="before")
+    @classmethod
+    def _known_choice(cls, value: Any) -> Any:
+        """A readable refusal of a ``tool_choice`` of another kind (``allowed_tools``, ``custom``…)."""
+        if value in (None, "auto", "none", "required") or (isinstance(value, dict) and value.get("type") == "function"):
+            return value
+        raise ValueError('takes "auto", "none", "required" or {"type": "function", "function": {"name": …}}')
+
     def client_tools(self) -> list[ToolSpec]:
-        """The client tools offered to the orchestrator (none with ``tool_choice: none``), names unique."""
-        if not self.tools or self.tool_choice == "none":
-            return []
-        specs = [tool.spec() for tool in self.tools]
+        """The client tools offered to a new episode (none with ``tool_choice: none``), names unique; a
+        ``tool_choice`` that asks for a call names one of them."""
+        specs = [tool.spec() for tool in self.tools or []]
         names = [spec.name for spec in specs]
         for index, name in enumerate(names):
             if name in names[:index]:
                 raise invalid_request(f"two client tools are named '{name}'", f"tools.{index}.function.name")
-        return specs
+        called = self.called_tool()
+        if self.tool_choice == "required" and not names:
+            raise invalid_request("tool_choice 'required' needs tools to call", "tool_choice")
+        if called is not None and called not in names:
+            raise invalid_request(f"tool_choice names '{called}', which is not among the tools {names}", "tool_choice")
+        return [] if self.tool_choice == "none" else specs
+
+    def called_tool(self) -> str | None:
+        """The client tool a named ``tool_choice`` asks for."""
+        return self.tool_choice.function.name if isinstance(self.tool_choice, NamedToolChoice) else None
+
+    def requires_call(self) -> bool:
+        """Whether ``tool_choice`` asks for a call of a client tool (``required`` or a named one)."""
+        return self.tool_choice == "required" or self.called_tool() is not None
 
     def answer_budget(self) -> int | None:
         """The answer's token budget (``max_completion_tokens`` or ``max_tokens``)."""
@@ -162,8 +210,15 @@ class EpisodeRequest(BaseModel):
         return stops
 
     def episode_settings(self) -> dict[str, Any]:
-        """The fields that shape the episode (a request resuming it must send the same)."""
-        return self.model_dump(exclude={"messages", "stream", "stream_options", "stop", "user", "metadata"})
+        """The fields that shape the episode (a request resuming it must send the same; ``tool_choice`` is each
+        response's own)."""
+        return self.model_dump(
+            exclude={"messages", "stream", "stream_options", "stop", "user", "metadata", "tool_choice"}
+        )
+
+    def answer_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of the answer that ``response_format`` asks for (``None``: free text)."""
+        return None if self.response_format is None else self.response_format.answer_schema()
 
     def param_of(self, error: Exception) -> str:
         """The field a config error of this request's episode points at: the answer budget when the error is

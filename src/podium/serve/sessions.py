@@ -7,6 +7,11 @@ until a request brings their results as ``tool`` messages (:meth:`ServedEpisode.
 passes, when it is cancelled. State stays on the server under the call ids; a request whose tool results answer
 no waiting episode starts a new one with the whole conversation as its context (:mod:`podium.serve.conversation`).
 
+A client tool named like a tool of the pool, or like a name the policy's actions call (the parallel policy's
+``final_answer``), joins under another name (``client_final_answer``): the orchestrator calls it by that name,
+and the client gets the call under its own. Each request sets what the episode's next action may be (its
+``tool_choice``), until its response ends.
+
 Everything an episode reports (its steps, a round of client calls, its end) goes into one queue that the request
 being served at the moment reads.
 """
@@ -22,9 +27,14 @@ from podium.core.progress import EpisodeEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.ledger import RunCap
 from podium.errors import ToolDefinitionError
+from podium.policies import ToolChoice
 from podium.pool.context import current_episode
 from podium.pool.tool import Tool, ToolOutput
 from podium.serve.http import invalid_request
+from podium.serve.requests import EpisodeRequest
+
+CALL_ID_PATTERN = r"call_[0-9a-f]{24}"
+"""The ids of the calls handed to clients."""
 
 
 @dataclass(frozen=True)
@@ -66,29 +76,63 @@ class ServedEpisode:
     client_tools: list[ToolSpec]
     wait_s: float
     """How long a round of client calls may wait for its results."""
+    taken: set[str] = field(default_factory=set)
+    """Names the client tools may not take (the pool's tools, names the policy's actions call): such a tool is
+    renamed."""
     settings: dict[str, Any] = field(default_factory=dict)
     """The fields of the starting request that shape the episode (:meth:`EpisodeRequest.episode_settings`)."""
+    choice: ToolChoice | None = None
+    """What the next action may be, as the request being answered asks (its ``tool_choice``)."""
+    cancelled_because: str | None = None
+    """Why the server cancelled the episode (``client_tool_timeout``, ``request_timeout``, ``waiting_cap``)."""
     reports: "asyncio.Queue[Report]" = field(default_factory=asyncio.Queue)
     trajectory: Trajectory | None = None
     """The trajectory once the episode stopped (cancelled included)."""
     waiting: dict[str, "asyncio.Future[str]"] = field(default_factory=dict)
     task: "asyncio.Task[Trajectory] | None" = None
     tools: dict[str, Tool] = field(default_factory=dict)
-    """The client tools as pool tools of this episode."""
+    """The client tools as pool tools of this episode, by the names the orchestrator sees."""
+    client_names: dict[str, str] = field(default_factory=dict)
+    """The name the orchestrator sees → the client's name, for every client tool."""
     _round: tuple[Any, ...] | None = None
     _batch: list[ClientCall] = field(default_factory=list)
     _expected: int = 0
 
     def __post_init__(self) -> None:
         for index, spec in enumerate(self.client_tools):
+            others = {other.name for other in self.client_tools if other is not spec}
+            name = unclaimed(spec.name, self.taken | set(self.tools) | others)
             try:
                 # The wait limit cancels the episode first; the tool's own limit is only a backstop.
                 tool = Tool.from_schema(
-                    spec.name, spec.description, spec.parameters, self._caller(), timeout_s=2 * self.wait_s
+                    name, spec.description, spec.parameters, self._caller(), timeout_s=2 * self.wait_s
                 )
             except ToolDefinitionError as error:
                 raise invalid_request(str(error), f"tools.{index}.function.parameters") from error
-            self.tools[spec.name] = tool
+            self.tools[name] = tool
+            self.client_names[name] = spec.name
+
+    def choose(self, request: EpisodeRequest) -> None:
+        """Set what the next action may be for the response to ``request`` (its ``tool_choice``)."""
+        request.client_tools()  # a named choice names one of its tools
+        called = request.called_tool()
+        if request.requires_call() and not self.tools:
+            raise invalid_request(
+                "this episode started with tool_choice 'none': it has no tools to call", "tool_choice"
+            )
+        if called is not None:
+            shown = next(name for name, client in self.client_names.items() if client == called)
+            self.choice = ToolChoice("required", frozenset({shown}))
+        elif request.tool_choice == "required":
+            self.choice = ToolChoice("required", frozenset(self.tools))
+        elif request.tool_choice == "none" and self.tools:
+            self.choice = ToolChoice("none", frozenset(self.tools))
+        else:
+            self.choice = None
+
+    def next_choice(self) -> ToolChoice | None:
+        """What the episode's next action may be (asked before each of its turns)."""
+        return self.choice
 
     def start(self, episode: Coroutine[Any, Any, Trajectory], ended: Callable[["ServedEpisode"], None]) -> None:
         """Run ``episode``; ``ended`` is called once it ends, however it ends."""
@@ -127,8 +171,10 @@ class ServedEpisode:
             if not future.done():
                 future.set_result(content)
 
-    def cancel(self) -> None:
-        if self.task is not None:
+    def cancel(self, because: str | None = None) -> None:
+        """Cancel the episode (``because``: why the server did, when it did)."""
+        if self.task is not None and not self.task.done():
+            self.cancelled_because = self.cancelled_because or because
             self.task.cancel()
 
     def _caller(self) -> Callable[..., Coroutine[Any, Any, ToolOutput]]:
@@ -147,7 +193,7 @@ class ServedEpisode:
         if self._round is not context.round:
             self._round, self._batch = context.round, []
             self._expected = sum(1 for call in context.round if self._valid(call.name, call.arguments))
-        call = ClientCall(f"call_{uuid.uuid4().hex[:24]}", context.call.name, arguments)
+        call = ClientCall(f"call_{uuid.uuid4().hex[:24]}", self.client_names[context.call.name], arguments)
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.waiting[call.id] = future
         self._batch.append(call)
@@ -163,3 +209,13 @@ class ServedEpisode:
         """Whether the registry will run this call (a client tool, arguments passing its schema)."""
         tool = self.tools.get(name)
         return tool is not None and isinstance(arguments, dict) and tool.validator.is_valid(arguments)
+
+
+def unclaimed(name: str, taken: set[str]) -> str:
+    """``name``, or ``client_<name>`` (then ``client_<name>_2``…) when ``name`` is taken."""
+    if name not in taken:
+        return name
+    candidate, number = f"client_{name}", 2
+    while candidate in taken:
+        candidate, number = f"client_{name}_{number}", number + 1
+    return candidate

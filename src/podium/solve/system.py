@@ -34,6 +34,7 @@ from podium.pool.pool import Pool, build_pool, pool_catalog
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig
 from podium.runtime.checks import Problem, require_runnable, worker_file_problems
+from podium.runtime.episode import NextChoice
 from podium.runtime.explore import explore
 from podium.solve.config import SystemConfig, default_name
 
@@ -41,13 +42,16 @@ from podium.solve.config import SystemConfig, default_name
 @dataclass(frozen=True)
 class Chat:
     """What a served conversation adds to its episode: the client's tools, the earlier turns, the text of its
-    system messages, who follows the episode's steps, and the API key's allowance its steps draw on."""
+    system messages, who follows the episode's steps, the API key's allowance its steps draw on, what each next
+    action may be (the client's ``tool_choice``) and the JSON schema of the answer (its ``response_format``)."""
 
     tools: Sequence[Tool] = ()
     history: Sequence[Message] = ()
     instructions: str | None = None
     on_event: OnEvent | None = None
     allowance: RunCap | None = None
+    tool_choice: NextChoice | None = None
+    answer_schema: dict[str, Any] | None = None
 
 
 def question_with_format(item: BenchmarkItem) -> str:
@@ -193,6 +197,8 @@ class System:
             metadata=metadata,
             on_event=chat.on_event,
             allowance=chat.allowance,
+            tool_choice=chat.tool_choice,
+            answer_schema=chat.answer_schema,
         )
         if isinstance(task, BenchmarkItem):
             raw = trajectory.answer
