@@ -11,7 +11,6 @@ from podium.cli.fields import Flags, config_options, load_config
 from podium.errors import PodiumError
 from podium.serve.http import run_app
 from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
-from podium.solve.config import SystemConfig
 from podium.solve.router import load_system
 from podium.solve.system import System
 
