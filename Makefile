@@ -79,28 +79,32 @@ CLAIM_SWEEP ?= sweep-gpt4-x0.35 sweep-gpt4-x0.7 sweep-gpt4-x1.4 sweep-gpt4-x2.8
 CLAIM_SWEEP_LIMIT ?= 100
 CLAIM_SWEEP_OUT ?= $(CLAIM)/results
 CLAIM_TAG := $(if $(CLAIM_PRICES),-$(basename $(notdir $(CLAIM_PRICES))))$(if $(CLAIM_LIMIT),-first$(CLAIM_LIMIT))
+CLAIM_IMPORT = $(BIN)/podium routing import routellm-gsm8k --out $(CLAIM_RUNS)/recording
 CLAIM_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/test.jsonl --concurrency 2 \
 	$(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES))
 # The GRPO adapter on the validation split at the list price (CLAIM_VALID_LIMIT: its first N questions; default all
 # 139), which calibrates its escalation probability for its priced row; claim-eval and the sweep read the same run.
 CLAIM_VALID_LIMIT ?=
 CLAIM_VALID_RUN = $(CLAIM_RUNS)/valid-grpo$(if $(CLAIM_VALID_LIMIT),-first$(CLAIM_VALID_LIMIT))
-CLAIM_VALID_TASKS = $(BIN)/podium routing tasks --split validation --out $(CLAIM_RUNS)/validation.jsonl
+CLAIM_VALID_TASKS = $(CLAIM_IMPORT) && $(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split validation \
+	--out $(CLAIM_RUNS)/validation.jsonl
 CLAIM_VALID_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 \
 	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT))
 CLAIM_CALIBRATE = $(CLAIM_VALID_TASKS) && $(CLAIM_VALID_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_VALID_RUN)
 # The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
 # the routers, to which claim-eval adds the SFT adapter. The comparison also places the probability routers and the
 # calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
-CLAIM_TEST_TASKS = $(BIN)/podium routing tasks --split test --out $(CLAIM_RUNS)/test.jsonl
+CLAIM_TEST_TASKS = $(CLAIM_IMPORT) && $(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split test \
+	--out $(CLAIM_RUNS)/test.jsonl
 CLAIM_EVAL_GRPO = $(CLAIM_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
-CLAIM_ROUTERS = $(BIN)/podium routing compare --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
+CLAIM_ROUTERS = $(BIN)/podium routing compare --recording $(CLAIM_RUNS)/recording --split test --json $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	$(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	$(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	--orchestrator orchestrator_grpo=$(CLAIM_RUNS)/eval-grpo$(CLAIM_TAG)
 CLAIM_COMPARE = $(CLAIM_ROUTERS) --reward-from $(CLAIM)/grpo.yaml --calibration orchestrator_grpo=$(CLAIM_VALID_RUN)
 claim: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(CLAIM_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM)/collect.yaml --teacher $(CLAIM)/teacher.yaml --quiet
 	$(BIN)/podium train sft --config $(CLAIM)/sft.yaml
 	$(BIN)/podium train grpo --config $(CLAIM)/grpo.yaml
@@ -142,7 +146,7 @@ claim-sweep: $(VENV)/.installed
 CLAIM_THRESHOLD_RUN = $(CLAIM_RUNS)/eval-grpo-threshold$(CLAIM_TAG)
 claim-price-point:
 	$(CLAIM_EVAL_GRPO) $(CLAIM_QUIET)
-	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
+	$(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_VALID_RUN) \
 	  $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	  --system $(CLAIM)/system-grpo.yaml \
 	  --out $(CLAIM_THRESHOLD_RUN).yaml > $(CLAIM_THRESHOLD_RUN).json
@@ -160,7 +164,8 @@ CLAIM_PRICED_RUNS ?= $(CLAIM_RUNS)/priced
 CLAIM_PRICED_SYSTEM ?= $(CLAIM)/system-teacher-priced.yaml
 CLAIM_PRICED_TEACHER = $(MAKE) --no-print-directory claim-priced-teacher
 claim-priced-data: $(VENV)/.installed
-	$(BIN)/podium routing tasks --split train --out $(CLAIM_RUNS)/train.jsonl
+	$(CLAIM_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_RUNS)/recording --split train --out $(CLAIM_RUNS)/train.jsonl
 	$(CLAIM_VALID_TASKS)
 	mkdir -p $(CLAIM_PRICED_RUNS)
 	$(call SHEETS_IN_PAIRS,CLAIM_PRICED_SHEETS,$(CLAIM_PRICED_TEACHER) CLAIM_PRICED_SHEET=$$sheet)
@@ -174,7 +179,7 @@ claim-priced-teacher:
 	  experiments/claim/prices/*.yaml))
 	$(CLAIM_VALID_EVAL) --quiet --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_VALID_RUN)
-	$(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
+	$(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_PRICED_VALID_RUN) \
 	  --prices $(CLAIM)/prices/$(CLAIM_PRICED_SHEET).yaml --system $(CLAIM_PRICED_SYSTEM) \
 	  --out $(CLAIM_PRICED_TEACHER_RUN).yaml > $(CLAIM_PRICED_TEACHER_RUN).json
 	$(BIN)/podium eval --tasks $(CLAIM_RUNS)/train.jsonl --limit $(CLAIM_PRICED_TRAIN) --concurrency 2 --quiet \
@@ -185,7 +190,7 @@ claim-priced-teacher:
 
 # Unseen pool members: the GRPO adapter over each pool of CLAIM_UNSEEN (system-grpo-NAME.yaml): pool-unseen.yaml
 # (the claim's pool and SmolLM2-135M-Instruct, free, recorded once on the first 100 test questions: the recording is
-# committed and the record step resumes it, asking nothing), pool-batch.yaml (GPT-4's replies under another name at
+# committed), pool-batch.yaml (GPT-4's replies under another name at
 # half its price) and pool-batch-dear.yaml (the same at twice its price), beside the same adapter over the claim's
 # pool, on the first CLAIM_UNSEEN_LIMIT (at most 100 with unseen, whose recording has no more) test questions, side
 # by side; the comparison's last line is one JSON object.
@@ -194,7 +199,6 @@ CLAIM_UNSEEN_GIVEN = $(if $(strip $(CLAIM_UNSEEN)),,$(error CLAIM_UNSEEN names n
 	experiments/claim/system-grpo-NAME.yaml))
 CLAIM_UNSEEN_LIMIT ?= 100
 CLAIM_RECORDED := 100
-CLAIM_RECORDING := $(CLAIM)/recordings/smollm2-135m-test.csv
 CLAIM_SMOLLM2 = $(filter unseen,$(CLAIM_UNSEEN))
 claim-unseen: $(VENV)/.installed
 	$(CLAIM_UNSEEN_GIVEN)
@@ -202,7 +206,6 @@ claim-unseen: $(VENV)/.installed
 	  CLAIM_UNSEEN_LIMIT=$(CLAIM_UNSEEN_LIMIT): the unseen member is recorded on the first $(CLAIM_RECORDED) test \
 	  questions only; leave unseen out of CLAIM_UNSEEN for more)))
 	$(CLAIM_TEST_TASKS)
-	$(if $(CLAIM_SMOLLM2),$(BIN)/podium routing record --split test --limit $(CLAIM_RECORDED) --out $(CLAIM_RECORDING))
 	$(MAKE) --no-print-directory claim-unseen-eval CLAIM_LIMIT=$(CLAIM_UNSEEN_LIMIT)
 
 # The pools of CLAIM_UNSEEN_PRICED (their workers recorded on the train split: the GPT-4 strangers) also run deciding
@@ -223,7 +226,7 @@ claim-unseen-eval:
 	@# the first pool's runs show the progress
 	pids=; quiet=; for name in $(CLAIM_UNSEEN_PRICED); do { \
 	  $(CLAIM_VALID_EVAL) $$quiet --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_VALID) && \
-	  $(BIN)/podium routing threshold --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_UNSEEN_VALID) \
+	  $(BIN)/podium routing threshold --recording $(CLAIM_RUNS)/recording --reward-from $(CLAIM)/grpo.yaml --calibration $(CLAIM_UNSEEN_VALID) \
 	    $(if $(CLAIM_PRICES),--prices $(CLAIM_PRICES)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
 	    --system $(CLAIM)/system-grpo-$$name.yaml --out $(CLAIM_UNSEEN_THRESHOLD).yaml > $(CLAIM_UNSEEN_THRESHOLD).json && \
 	  $(CLAIM_EVAL) $$quiet --system $(CLAIM_UNSEEN_THRESHOLD).yaml --out $(CLAIM_UNSEEN_THRESHOLD); } & \
@@ -241,8 +244,10 @@ CLAIM_MMLU := $(CLAIM)/mmlu
 CLAIM_MMLU_RUNS ?= runs/claim-mmlu
 # Train questions (the first N of the train subjects): the orchestrator's oracle trajectories and the routers' fit.
 CLAIM_MMLU_TRAIN ?= 1000
+CLAIM_MMLU_IMPORT = $(BIN)/podium routing import routellm-mmlu --out $(CLAIM_MMLU_RUNS)/recording
 claim-mmlu: $(VENV)/.installed
-	$(BIN)/podium routing tasks --benchmark mmlu --split train --limit $(CLAIM_MMLU_TRAIN) \
+	$(CLAIM_MMLU_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_MMLU_RUNS)/recording --split train --limit $(CLAIM_MMLU_TRAIN) \
 	  --out $(CLAIM_MMLU_RUNS)/train.jsonl
 	$(BIN)/podium data collect --config $(CLAIM_MMLU)/collect.yaml --teacher $(CLAIM_MMLU)/teacher.yaml --quiet
 	$(BIN)/podium train sft --config $(CLAIM_MMLU)/sft.yaml
@@ -250,10 +255,11 @@ claim-mmlu: $(VENV)/.installed
 
 # The committed MMLU adapter and the question-only routers on the unseen test subjects; last line: one JSON object.
 claim-mmlu-eval: $(VENV)/.installed
-	$(BIN)/podium routing tasks --benchmark mmlu --split test --out $(CLAIM_MMLU_RUNS)/test.jsonl
+	$(CLAIM_MMLU_IMPORT)
+	$(BIN)/podium routing tasks --recording $(CLAIM_MMLU_RUNS)/recording --split test --out $(CLAIM_MMLU_RUNS)/test.jsonl
 	$(BIN)/podium eval --tasks $(CLAIM_MMLU_RUNS)/test.jsonl --concurrency 2 $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) \
 	  --system $(CLAIM_MMLU)/system.yaml --out $(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
-	$(BIN)/podium routing compare --benchmark mmlu --split test --train-limit $(CLAIM_MMLU_TRAIN) --json \
+	$(BIN)/podium routing compare --recording $(CLAIM_MMLU_RUNS)/recording --split test --train-limit $(CLAIM_MMLU_TRAIN) --json \
 	  $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 

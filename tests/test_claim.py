@@ -101,12 +101,9 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
 
 @pytest.mark.slow
 def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_path) -> None:
-    recording = ROOT / "experiments" / "claim" / "recordings" / "smollm2-135m-test.csv"
-    before = recording.read_bytes()
     result = make_claim(
         "claim-unseen", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN_LIMIT=3", "CLAIM_TRAIN=40", "CLAIM_VALID_LIMIT=10"
     )
-    assert recording.read_bytes() == before  # the committed recording holds every question: nothing asked again
     assert result["n_test"] == 3
     for name, pool, stranger in [
         ("unseen", "pool-unseen.yaml", "smollm2"),
@@ -133,7 +130,6 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_p
     assert over.returncode != 0 and "recorded on the first 100 test questions only" in over.stderr
     batch = make("claim-unseen", "-n", f"CLAIM_RUNS={tmp_path}", "CLAIM_UNSEEN=batch", "CLAIM_UNSEEN_LIMIT=101")
     assert batch.returncode == 0 and "system-grpo-$name.yaml" in batch.stdout and "--limit 101" in batch.stdout
-    assert "routing record" not in batch.stdout  # the recorded member is not asked for: no recording to resume
 
 
 @pytest.mark.parametrize(
@@ -159,7 +155,7 @@ def test_claim_mmlu_eval_routes_from_the_question_and_prints_the_comparison(tmp_
     assert result["n_test"] == 3
     # no reply is recorded: no cascade among the routers
     assert set(result["strong_share"]) == {
-        "orchestrator_mmlu", "always_weak", "always_strong", "oracle", "random", "knn", "logreg",
+        "orchestrator_mmlu", "always_mixtral", "always_gpt4", "oracle", "random", "knn", "logreg", "mf",
     }  # fmt: skip
     records = [json.loads(line) for line in (tmp_path / "eval-first3" / "results.jsonl").read_text().splitlines()]
     assert len(records) == 3 and all(record["verdict"]["grader"] == "recorded outcome (replay)" for record in records)

@@ -5,6 +5,7 @@ checks that a run at it decides as ``podium routing compare``'s priced row)."""
 import asyncio
 import json
 import math
+from pathlib import Path
 
 import pytest
 import yaml
@@ -13,9 +14,12 @@ from typer.testing import CliRunner
 from podium.backends.base import ChatBackend, Completion, GenerationRequest
 from podium.backends.scripted import ScriptedBackend
 from podium.cli import app
+from podium.datasets.loaders import shared_data_dir
 from podium.errors import ConfigError
-from podium.evaluate.routing.data import STRONG, WEAK, Outcome, in_split, load_routing, recording_path
-from podium.evaluate.routing.priced import Calibration, CostPenalty, breakeven, score_threshold
+from podium.evaluate.routing.importers import GPT4, MIXTRAL, import_routellm
+from podium.evaluate.routing.priced import Calibration, CostPenalty, pair_edge, score_threshold
+from podium.recording import Recording
+from podium.routers.data import Outcome, RoutingItem, routing_set
 from podium.runtime import Executor, RunConfig
 from podium.solve.config import SystemConfig
 from podium.solve.system import System
@@ -133,12 +137,24 @@ def test_the_score_threshold_is_the_breakeven_probability_read_through_the_calib
     assert score_threshold(1.0, calibration) == 1.0 and score_threshold(-0.2, calibration) == 0.0
 
 
-def routing_threshold(*arguments: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["routing", "threshold", *arguments])
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory) -> Path:
+    """RouteLLM's GSM8K recording, imported."""
+    out = tmp_path_factory.mktemp("gsm8k") / "recording"
+    import_routellm("routellm-gsm8k", out)
+    return out
+
+
+def breakeven(train: list[RoutingItem], reward: CostPenalty) -> float:
+    return pair_edge(train, "mixtral", "gpt4", reward)
+
+
+def routing_threshold(recording: Path, *arguments: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["routing", "threshold", "--recording", str(recording), *arguments])
     return result.exit_code, result.output
 
 
-def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path) -> None:
+def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path, gsm8k) -> None:
     reward = tmp_path / "grpo.yaml"
     reward.write_text(
         "tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty, cost_weight: 2.0, cost_usd_scale: 0.01}\n"
@@ -147,44 +163,47 @@ def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path) 
     system.write_text("kind: orchestrator\nname: trained\npolicy: escalate\nmax_tokens: 16\n", encoding="utf-8")
     dear = tmp_path / "dear.yaml"
     dear.write_text("models:\n  gpt-4-1106-preview: {input_per_mtok: 40, output_per_mtok: 120}\n", encoding="utf-8")
-    code, output = routing_threshold("--reward-from", str(reward), "--system", str(system), "--out", f"{tmp_path}/a")
+    arguments = ["--reward-from", str(reward), "--system", str(system), "--out", f"{tmp_path}/a"]
+    code, output = routing_threshold(gsm8k, *arguments)
     assert code == 0, output
     listed = json.loads(output.strip().splitlines()[-1])
-    expected = breakeven(in_split(load_routing(), "train"), CostPenalty(2.0, 0.01))
+    expected = breakeven(routing_set(Recording.load(gsm8k)).split("train"), CostPenalty(2.0, 0.01))
     assert listed["breakeven"] == pytest.approx(expected) and listed["escalate_above"] == listed["breakeven"]
     assert listed["calibration"] is None and 0.0 < expected < 1.0
     written = yaml.safe_load((tmp_path / "a").read_text())
     assert written == {**yaml.safe_load(system.read_text()), "escalate_above": listed["escalate_above"]}
-    code, output = routing_threshold("--reward-from", str(reward), "--prices", str(dear))
+    code, output = routing_threshold(gsm8k, "--reward-from", str(reward), "--prices", str(dear))
     assert code == 0, output
     assert json.loads(output.strip().splitlines()[-1])["escalate_above"] > listed["escalate_above"]
     assert not math.isnan(listed["escalate_above"])
 
 
-def test_routing_threshold_prices_each_worker_of_a_pool_that_has_several_to_escalate_to(tmp_path) -> None:
+def test_routing_threshold_prices_each_worker_of_a_pool_that_has_several_to_escalate_to(tmp_path, gsm8k) -> None:
     reward = tmp_path / "grpo.yaml"
     reward.write_text(
         "tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty, cost_weight: 2.0, cost_usd_scale: 0.01}\n"
     )
-    train = in_split(load_routing(), "train")
+    train = routing_set(Recording.load(gsm8k)).split("train")
+    csv = shared_data_dir() / "routing" / "gsm8k_responses.csv"
     expected, thresholds = {}, {}
     for factor in (0.5, 2.0):  # GPT-4's replies under a second name, at half and at twice its price
         repriced = [
-            type(entry)(entry.item, entry.split, {**entry.outcomes, STRONG: scaled(entry.outcomes[STRONG], factor)})
+            RoutingItem(entry.item, {**entry.outcomes, "gpt4": scaled(entry.outcomes["gpt4"], factor)})
             for entry in train
         ]
         expected[factor] = breakeven(repriced, CostPenalty(2.0, 0.01))
         pool = tmp_path / f"pool-{factor}.yaml"
         pool.write_text(yaml.safe_dump({"workers": [
-            {"name": "mixtral", "backend": "replay", "model": WEAK, "path": str(recording_path())},
-            {"name": "gpt4", "backend": "replay", "model": STRONG, "path": str(recording_path())},
-            {"name": "gpt4_batch", "backend": "replay", "model": STRONG, "path": str(recording_path()),
+            {"name": "mixtral", "backend": "replay", "model": MIXTRAL, "path": str(csv)},
+            {"name": "gpt4", "backend": "replay", "model": GPT4, "path": str(csv)},
+            {"name": "gpt4_batch", "backend": "replay", "model": GPT4, "path": str(csv),
              "price": {"input_per_mtok": 10 * factor, "output_per_mtok": 30 * factor}},
         ], "roles": ["standard_reasoner"], "workers_as_tools": False}), encoding="utf-8")  # fmt: skip
         system = tmp_path / f"system-{factor}.yaml"
         system.write_text(f"kind: orchestrator\npolicy: escalate\nmax_tokens: 16\npool: {pool}\n", encoding="utf-8")
         out = tmp_path / f"threshold-{factor}.yaml"
-        code, output = routing_threshold("--reward-from", str(reward), "--system", str(system), "--out", str(out))
+        arguments = ["--reward-from", str(reward), "--system", str(system), "--out", str(out)]
+        code, output = routing_threshold(gsm8k, *arguments)
         assert code == 0, output
         listed = json.loads(output.strip().splitlines()[-1])
         assert yaml.safe_load(out.read_text())["escalate_above"] == listed["escalate_above"]
@@ -200,18 +219,18 @@ def scaled(outcome: Outcome, factor: float) -> Outcome:
     return Outcome(outcome.correct, outcome.usd * factor, outcome.response, outcome.tokens)
 
 
-def test_routing_threshold_refuses_what_it_cannot_write(tmp_path) -> None:
+def test_routing_threshold_refuses_what_it_cannot_write(tmp_path, gsm8k) -> None:
     reward = tmp_path / "grpo.yaml"
     reward.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty}\n", encoding="utf-8")
     serial = tmp_path / "serial.yaml"
     serial.write_text("kind: orchestrator\npolicy: serial\n", encoding="utf-8")
     out = tmp_path / "out.yaml"
-    code, output = routing_threshold("--reward-from", str(reward), "--system", str(serial), "--out", str(out))
+    code, output = routing_threshold(gsm8k, "--reward-from", str(reward), "--system", str(serial), "--out", str(out))
     assert code != 0 and "applies to an orchestrator with policy escalate" in output and not out.exists()
-    code, output = routing_threshold("--reward-from", str(reward), "--system", str(serial))
-    assert code != 0 and "--system and --out go together" in output
+    code, output = routing_threshold(gsm8k, "--reward-from", str(reward), "--system", str(serial))
+    assert code != 0 and "system and system_out go together" in output
     reward.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: uno}\n", encoding="utf-8")
-    code, output = routing_threshold("--reward-from", str(reward))
+    code, output = routing_threshold(gsm8k, "--reward-from", str(reward))
     assert code != 0 and "reward.design is 'uno'" in output
 
 

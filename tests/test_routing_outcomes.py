@@ -13,9 +13,11 @@ from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
-from podium.evaluate.routing.data import STRONG, WEAK, load_routing, split_of
-from podium.evaluate.routing.routers import router_curves, router_scores
+from podium.evaluate.routing.importers import GPT4, MIXTRAL, import_routellm
+from podium.evaluate.routing.routers import available_routers, router_curves
 from podium.graders import Grader, RecordedVerifier
+from podium.recording import Recording, hashed_split
+from podium.routers.data import routing_set
 from podium.runtime import Executor, RunConfig
 from tests.runtime_fixtures import replay_pool
 
@@ -57,24 +59,27 @@ def test_an_outcome_only_replay_refers_to_its_recorded_answer_and_the_recorded_v
         ReplayBackend.from_file(tmp_path, "w")
 
 
-def test_mmlu_routing_splits_by_subject_prices_one_output_token_and_drops_questions_recorded_twice(tmp_path) -> None:
-    write_subjects(tmp_path / "routing" / "mmlu", WEAK, STRONG)
-    sheet = PriceCatalog(models={STRONG: ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0)})
-    items = load_routing(benchmark="mmlu", data_dir=tmp_path, prices=sheet)
-    by_id = {item.item.id: item for item in items}
+def test_mmlu_imports_split_by_subject_priced_for_one_output_token_without_questions_recorded_twice(tmp_path) -> None:
+    write_subjects(tmp_path / "routing" / "mmlu", MIXTRAL, GPT4)
+    assert import_routellm("routellm-mmlu", tmp_path / "mmlu", data_dir=tmp_path) == 4
+    sheet = PriceCatalog(models={GPT4: ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0)})
+    data = routing_set(Recording.load(tmp_path / "mmlu"), sheet)
+    by_id = {item.item.id: item for item in data.items}
     assert set(by_id) == {"mmlu-anatomy-0", "mmlu-abstract_algebra-0"}  # BOTH is in two subjects: left out
     algebra = by_id["mmlu-abstract_algebra-0"]
-    assert algebra.split == split_of("abstract_algebra") and algebra.item.metadata == {"subject": "abstract_algebra"}
-    assert algebra.item.gold == [STRONG] and algebra.item.verifier == "recorded"
-    assert by_id["mmlu-anatomy-0"].item.gold == [WEAK, STRONG]
-    assert algebra.outcomes[STRONG].usd == pytest.approx((count_tokens(ALGEBRA) * 2.0 + 8.0) / 1e6)
-    assert algebra.outcomes[WEAK].response is None and not algebra.outcomes[WEAK].correct
-    vectors = np.eye(2)
-    curves = router_curves(items, router_scores(items, items, vectors, vectors))
+    assert algebra.split == hashed_split("abstract_algebra") and algebra.item.metadata == {
+        "subject": "abstract_algebra"
+    }
+    assert algebra.item.gold == [GPT4] and algebra.item.verifier == "recorded"
+    assert by_id["mmlu-anatomy-0"].item.gold == [MIXTRAL, GPT4]
+    assert algebra.outcomes["gpt4"].usd == pytest.approx((count_tokens(ALGEBRA) * 2.0 + 8.0) / 1e6)
+    assert algebra.outcomes["mixtral"].response is None and not algebra.outcomes["mixtral"].correct
     # no reply is recorded, so there is no cascade to read one
-    assert set(curves) == {"always_weak", "always_strong", "oracle", "random", "knn", "logreg"}
+    assert available_routers(data) == ["knn", "logreg", "mf"]
+    curves = router_curves(data, data.items, data.items, embed=lambda texts: np.eye(2)[: len(texts)])
+    assert set(curves.curves) == {"always_mixtral", "always_gpt4", "oracle", "random", "knn", "logreg", "mf"}
     with pytest.raises(Exception, match="no MMLU recording"):
-        load_routing(benchmark="mmlu", data_dir=tmp_path / "absent")
+        import_routellm("routellm-mmlu", tmp_path / "absent", data_dir=tmp_path / "absent")
 
 
 def test_an_orchestrator_reading_no_reply_routes_from_the_question_and_is_graded_by_the_recording(tmp_path) -> None:
@@ -100,13 +105,19 @@ def test_podium_routing_tasks_writes_recorded_tasks_of_unseen_subjects(tmp_path)
 
     from podium.cli import app
 
-    out = tmp_path / "test.jsonl"
+    recording, out = tmp_path / "mmlu", tmp_path / "test.jsonl"
+    imported = CliRunner().invoke(app, ["routing", "import", "routellm-mmlu", "--out", str(recording)])
+    assert imported.exit_code == 0, imported.output
     done = CliRunner().invoke(
-        app, ["routing", "tasks", "--benchmark", "mmlu", "--split", "test", "--limit", "3", "--out", str(out)]
+        app, ["routing", "tasks", "--recording", str(recording), "--split", "test", "--limit", "3", "--out", str(out)]
     )
     assert done.exit_code == 0, done.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 3 and {row["verifier"] for row in rows} == {"recorded"}
-    assert all(split_of(row["id"].split("-")[1]) == "test" and set(row["gold"]) <= {WEAK, STRONG} for row in rows)
-    bad = CliRunner().invoke(app, ["routing", "tasks", "--benchmark", "hellaswag", "--out", str(out)])
-    assert bad.exit_code != 0 and "not gsm8k or mmlu" in bad.output
+    assert all(
+        hashed_split(row["metadata"]["subject"]) == "test" and set(row["gold"]) <= {MIXTRAL, GPT4} for row in rows
+    )
+    bad = CliRunner().invoke(app, ["routing", "import", "hellaswag", "--out", str(out)])
+    assert bad.exit_code != 0 and "not routellm-gsm8k or routellm-mmlu" in bad.output
+    absent = CliRunner().invoke(app, ["routing", "tasks", "--recording", str(tmp_path / "none"), "--out", str(out)])
+    assert absent.exit_code != 0 and "not a recording" in absent.output

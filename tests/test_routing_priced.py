@@ -1,36 +1,41 @@
 """The price sheet's operating point: the break-even escalation probability under the cost_penalty reward against
 hand-computed values, and the ``_priced`` rows it places in the comparison table and in `podium routing compare`."""
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from podium.cli import app
 from podium.costs.prices import ModelPrice
 from podium.evaluate.routing.compare import compare
-from podium.evaluate.routing.data import STRONG, WEAK, Outcome
 from podium.evaluate.routing.orchestrators import Worker
 from podium.evaluate.routing.priced import (
     CostPenalty,
     Line,
-    Priced,
-    breakeven,
     calibrated,
     escalation_edges,
     fit_calibration,
+    orchestrator_point,
+    pair_edge,
+    priced_choice,
+    router_points,
     worker_edges,
 )
-from podium.evaluate.routing.routers import Scores, priced_points, sweep
+from podium.evaluate.routing.routers import random_sweep
+from podium.routers.data import Outcome, RoutingItem
+from podium.routers.models import CascadeRouter
 from tests.test_routers import ITEMS, item  # weak/strong right: (T, T), (F, T), (F, F), (T, F); USD 0.001 / 0.01
-from tests.test_routing_compare import run_with
+from tests.test_routing_compare import STRONG, WEAK, WORKERS, cascade_flags, run_with
+
+
+def breakeven(train: list[RoutingItem], reward: CostPenalty) -> float:
+    return pair_edge(train, WEAK, STRONG, reward)
 
 
 def priced(items: list, strong_usd: float) -> list:
     """``items`` with the strong model's USD per question set to ``strong_usd``."""
     strong = {entry.item.id: Outcome(entry.outcomes[STRONG].correct, strong_usd, "", (1000, 0)) for entry in items}
-    return [
-        type(entry)(entry.item, entry.split, {WEAK: entry.outcomes[WEAK], STRONG: strong[entry.item.id]})
-        for entry in items
-    ]
+    return [RoutingItem(entry.item, {WEAK: entry.outcomes[WEAK], STRONG: strong[entry.item.id]}) for entry in items]
 
 
 def test_the_breakeven_probability_matches_the_hand_computed_one() -> None:
@@ -40,7 +45,7 @@ def test_the_breakeven_probability_matches_the_hand_computed_one() -> None:
 
 
 def test_at_the_breakeven_probability_accepting_and_escalating_are_worth_the_same() -> None:
-    train = [*ITEMS, item(4, False, True)]  # a_r 1/2, a_w 2/3: the strong model helps more where the weak one fails
+    train = [*ITEMS, item(4, w=False, s=True)]  # a_r 1/2, a_w 2/3: the strong model helps more where the weak one fails
     reward = CostPenalty(2.0, 0.1)
     p = breakeven(train, reward)
     accept = (1 - p) * (1 - 2.0 * 0.001 / 0.1)
@@ -58,6 +63,7 @@ def test_a_dearer_strong_model_raises_the_breakeven_probability_until_it_never_p
 def test_a_breakeven_probability_needs_train_outcomes_of_both_kinds() -> None:
     with pytest.raises(ValueError, match="none"):
         breakeven([], CostPenalty(1.0, 0.05))
+    assert priced_choice({"a": 0.2, "b": 0.6}, 0.5) == "a" and priced_choice({"a": 0.2, "b": 0.6}, 0.2) is None
     with pytest.raises(ValueError, match="right and wrong"):
         breakeven([ITEMS[0], ITEMS[3]], CostPenalty(1.0, 0.05))
     with pytest.raises(ValueError, match="outweighs a correct answer"):
@@ -78,29 +84,37 @@ def test_per_worker_edges_send_every_escalation_to_the_cheaper_copy_of_the_stron
     reward = CostPenalty(1.0, 0.05)
     weak, strong = Worker("w", WEAK, price(1.0)), Worker("s", STRONG, price(10.0))  # $0.001, $0.01 a question
     half, double = Worker("b", STRONG, price(5.0)), Worker("b", STRONG, price(20.0))
-    assert worker_edges(ITEMS, {"w": weak, "s": strong, "b": half}, reward) == pytest.approx(
+    assert worker_edges(ITEMS, weak, [strong, half], reward) == pytest.approx(
         {"b": breakeven(priced(ITEMS, 0.005), reward)}
     )
-    assert worker_edges(ITEMS, {"w": weak, "s": strong, "b": double}, reward) == {"s": breakeven(ITEMS, reward)}
-    with pytest.raises(ValueError, match="one replay worker of the weak model"):
-        worker_edges(ITEMS, {"s": strong, "b": half}, reward)
-    stranger = Worker("x", "stranger", price(0.0))
-    with pytest.raises(ValueError, match="worker x replays stranger, whose outcome is not recorded on 4 of the 4"):
-        worker_edges(ITEMS, {"w": weak, "s": strong, "x": stranger}, reward)
+    assert worker_edges(ITEMS, weak, [strong, double], reward) == {"s": breakeven(ITEMS, reward)}
 
 
 def price(input_per_mtok: float) -> ModelPrice:
     return ModelPrice(input_per_mtok=input_per_mtok, output_per_mtok=0.0)
 
 
+class FixedCascade(CascadeRouter):
+    """A cascade over (w, s) whose probabilities of a wrong reply are given, by the reply's text."""
+
+    def wrong(self, level: int, replies: list[str]) -> np.ndarray:
+        return np.array([self.params["wrong"][reply] for reply in replies])
+
+
 def test_priced_rows_call_the_strong_model_above_the_breakeven_probability_on_each_curve() -> None:
     run = run_with([0.1, 0.9, 0.5, 0.7], [False, False, False, False])  # greedy: never escalates
-    scores = {"random": Scores([0.4, 0.3, 0.2, 0.1]), "cascade": Scores([0.2, 0.8, 0.4, 0.3], True, True)}
-    routers = {name: sweep(ITEMS, score.values, score.cascade) for name, score in scores.items()}
-    assert set(priced_points(ITEMS, scores, 0.6)) == {"cascade"}  # the random score is no probability
-    comparison = compare(routers, [run], ITEMS, Priced(0.6, priced_points(ITEMS, scores, 0.6), {"orchestrator": run}))
+    items = [RoutingItem(entry.item, {name: Outcome(o.correct, o.usd, f"{entry.item.id}", o.tokens)
+                                      for name, o in entry.outcomes.items()}) for entry in ITEMS]  # fmt: skip
+    cascade = FixedCascade(
+        ["w", "s"], np.array([0.001, 0.01]), "math", {}, {"wrong": {"0": 0.2, "1": 0.8, "2": 0.4, "3": 0.3}}
+    )
+    routers = {"random": random_sweep(items, "w", "s"), "cascade": cascade_flags(items, [0.2, 0.8, 0.4, 0.3])}
+    reward = CostPenalty(1.0, 0.05)  # a break-even of (0.98 − 0.39) / 0.98 = 0.602
+    points = router_points(items, items, {"cascade": cascade}, None, reward)
+    points["orchestrator"] = orchestrator_point(run, items, list(WORKERS.values()), reward)
+    comparison = compare(routers, [run], items, ["w", "s"], points, breakeven(items, reward))
     table = comparison.result()
-    # above 0.6: questions 1 (strong right, weak wrong) and 3 (strong wrong, weak right)
+    # above 0.602: questions 1 (strong right, weak wrong) and 3 (strong wrong, weak right)
     assert table["strong_share"]["orchestrator_priced"] == 0.5 and table["strong_share"]["orchestrator"] == 0.0
     assert table["accuracy"]["orchestrator_priced"] == 0.5 and table["calls_per_question"]["orchestrator_priced"] == 1.5
     assert table["usd_per_question"]["orchestrator_priced"] == pytest.approx((4 * 0.001 + 2 * 0.01) / 4)
@@ -108,14 +122,10 @@ def test_priced_rows_call_the_strong_model_above_the_breakeven_probability_on_ea
     # the cascade's score passes 0.6 on question 1 only: the oracle's call, after the weak model on every question
     assert table["strong_share"]["cascade_priced"] == 0.25 and table["accuracy"]["cascade_priced"] == 0.75
     assert table["calls_per_question"]["cascade_priced"] == 1.25
-    assert table["breakeven"] == 0.6
+    assert table["breakeven"] == pytest.approx(0.5 / 0.98 + 0.09 / 0.98, abs=1e-4)
     assert comparison.systems()[-2:] == ["cascade_priced", "orchestrator_priced"]
     assert set(comparison.curves) == {"random", "cascade", "orchestrator"}
-    assert "breakeven" not in compare(routers, [run], ITEMS).result()
-    uncalibrated = compare(routers, [run], ITEMS, Priced(0.6)).result()  # an orchestrator without calibration
-    assert "orchestrator_priced" not in uncalibrated["accuracy"] and uncalibrated["breakeven"] == 0.6
-    unpriced = "orchestrator has no orchestrator_priced row: no validation run calibrates its escalation probability"
-    assert uncalibrated["notes"][1:] == [unpriced] and unpriced not in table["notes"]  # [0]: APGR undefined
+    assert "breakeven" not in compare(routers, [run], items, ["w", "s"]).result()
 
 
 def test_calibration_keeps_the_order_and_matches_the_observed_error_rate() -> None:
@@ -128,7 +138,7 @@ def test_calibration_keeps_the_order_and_matches_the_observed_error_rate() -> No
     assert sum(calibration(score) for score in scores) == pytest.approx(6, abs=1e-6)
     mapped = calibrated(run, calibration)
     assert [episode.escalation for episode in mapped.episodes] == [calibration(score) for score in scores]
-    assert [(p.strong_share, p.accuracy) for p in mapped.curve()] == [(p.strong_share, p.accuracy) for p in run.curve()]
+    assert [(p.shares, p.accuracy) for p in mapped.curve()] == [(p.shares, p.accuracy) for p in run.curve()]
 
 
 def test_a_score_that_does_not_rise_with_the_errors_or_sees_one_kind_cannot_be_calibrated() -> None:
@@ -138,18 +148,22 @@ def test_a_score_that_does_not_rise_with_the_errors_or_sees_one_kind_cannot_be_c
         fit_calibration(run_with([0.9, 0.1], [False] * 2, items=[ITEMS[0], ITEMS[3]]))
 
 
-def compare_command(*arguments: str) -> str:
-    """`podium routing compare ARGUMENTS` on two test questions, which must fail; its output."""
-    result = CliRunner().invoke(app, ["routing", "compare", "--limit", "2", "--json", *arguments])
+def compare_command(recording, *arguments: str) -> str:
+    """`podium routing compare ARGUMENTS` on two test tasks of ``recording``, which must fail; its output."""
+    command = ["routing", "compare", "--recording", str(recording), "--limit", "2", "--json", *arguments]
+    result = CliRunner().invoke(app, command)
     assert result.exit_code != 0 and '"apgr"' not in result.output
     return result.output
 
 
 def test_routing_compare_refuses_a_reward_it_cannot_price_and_a_calibration_it_cannot_use(tmp_path) -> None:
+    from tests.test_recording import small_recording
+
+    recording = small_recording(tmp_path / "recording")
     config = tmp_path / "grpo.yaml"
     config.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: uno}\n", encoding="utf-8")
-    assert f"{config}: reward.design is 'uno'" in compare_command("--reward-from", str(config))
-    assert "--reward-from, which is not given" in compare_command("--calibration", f"grpo={tmp_path}")
+    assert f"{config}: reward.design is 'uno'" in compare_command(recording, "--reward-from", str(config))
+    assert "reward_from, which is not given" in compare_command(recording, "--calibration", f"grpo={tmp_path}")
     config.write_text("tasks: tasks.jsonl\noutput_dir: out\nreward: {design: cost_penalty}\n", encoding="utf-8")
-    output = compare_command("--reward-from", str(config), "--calibration", f"grpo={tmp_path}")
-    assert "--calibration: grpo is no --orchestrator" in output
+    output = compare_command(recording, "--reward-from", str(config), "--calibration", f"grpo={tmp_path}")
+    assert "calibrations: grpo is no orchestrator" in output

@@ -261,6 +261,13 @@ def test_policies_without_tool_calls_refuse_client_tools_and_tool_choice_none_hi
     assert "get_weather" not in orchestrator_of(served_system).sent[0].messages[0].content
 
 
+def test_a_policy_without_tool_calls_answers_a_plain_request() -> None:
+    planner = system("planner", policy="dag", script=lambda messages: "<final_answer>42</final_answer>")
+    with served(planner) as url:
+        reply = client(url).chat.completions.create(model="planner", messages=ask())
+    assert reply.choices[0].message.content == "42" and reply.choices[0].finish_reason == "stop"
+
+
 def test_a_client_call_failing_its_schema_is_a_parse_error_not_handed_out(tmp_path) -> None:
     def bad_then_answer(messages: list) -> str:
         if len(messages) > 2:

@@ -130,6 +130,9 @@ class ChatBackend(ABC):
     declared capability, set by the class or, where it depends on the server, by the instance."""
     supports_choices: bool = False
     """Whether the backend can pick a reply among given strings (and tell their probabilities)."""
+    writes_text: bool = True
+    """Whether the backend writes free text; one that only picks among given strings (a fitted router) is given
+    the choices of every turn whose action is one of a few words, constrained decoding or not."""
 
     def __init__(self, model: str, price: ModelPrice | None = None) -> None:
         self.model = model

@@ -10,7 +10,7 @@ from pydantic import Field
 from podium.backends.base import FREE, ChatBackend
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.backends.local import LocalBackend, LocalBackendConfig
-from podium.backends.replay import LatencyModel, ReplayBackend
+from podium.backends.replay import LatencyModel, ReplayBackend, recorded_worker
 from podium.backends.scripted import ScriptedBackend
 from podium.config import Config
 from podium.costs.prices import ModelPrice, PriceCatalog
@@ -62,7 +62,10 @@ class ReplayBackendSpec(Config):
     model: str
     """The model's column in the recording, and its name for pricing."""
     path: str
-    """The recording: a CSV with ``prompt``, ``MODEL`` (True/False) and ``MODEL_response`` columns."""
+    """The recording: a CSV with ``prompt``, ``MODEL`` (True/False) and ``MODEL_response`` columns, or a Podium
+    recording's directory (``podium routing record``)."""
+    worker: str | None = None
+    """In a Podium recording: the recorded worker to replay (default: the one that ran ``model``)."""
     latency: LatencyModel = Field(default_factory=LatencyModel)
     """Modelled latency of one call."""
     price: ModelPrice | None = None
@@ -78,13 +81,17 @@ BackendSpec = Annotated[AnySpec, Field(discriminator="kind")]
 
 def backend_price(spec: AnySpec, catalog: PriceCatalog, sheet: PriceCatalog | None = None) -> ModelPrice:
     """The price of ``spec``'s model: an explicitly given ``sheet``'s entry for it (``--prices``, a per-instance
-    price sheet) beats the spec's own ``price:``, which beats the ``catalog`` (the pool's sheet, Podium's,
-    genai-prices). A served (``http``) or replayed model with no price anywhere is an error, never silently free;
-    local and scripted models are free unless priced."""
+    price sheet) beats the spec's own ``price:``, which beats the price a Podium recording replayed was recorded at,
+    which beats the ``catalog`` (the pool's sheet, Podium's, genai-prices). A served (``http``) or replayed model
+    with no price anywhere is an error, never silently free; local and scripted models are free unless priced."""
     if sheet is not None and spec.model in sheet.models:
         return sheet.models[spec.model]
     if spec.price is not None:
         return spec.price.sourced(f"inline price of {spec.model}")
+    if isinstance(spec, ReplayBackendSpec):
+        recorded = recorded_worker(spec.path, spec.model, spec.worker)
+        if recorded is not None:  # a Podium recording: the price it was recorded at
+            return recorded.price
     provider = spec.provider if isinstance(spec, HttpBackendSpec) else None
     try:
         return catalog.model_price(spec.model, provider)
@@ -100,7 +107,7 @@ def build_backend(spec: AnySpec, catalog: PriceCatalog | None = None, sheet: Pri
     if isinstance(spec, ScriptedBackendSpec):
         return ScriptedBackend(spec.replies, model=spec.model, repeat_last=spec.repeat_last, price=price)
     if isinstance(spec, ReplayBackendSpec):
-        return ReplayBackend.from_file(spec.path, spec.model, price=price, latency=spec.latency)
+        return ReplayBackend.from_file(spec.path, spec.model, worker=spec.worker, price=price, latency=spec.latency)
     if isinstance(spec, LocalBackendSpec):
         return LocalBackend(LocalBackendConfig(**spec.model_dump(exclude={"kind", "price"})), price)
     return HttpBackend(HttpBackendConfig(**spec.model_dump(exclude={"kind", "price", "provider"})), price)

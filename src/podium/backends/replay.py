@@ -27,13 +27,18 @@ grades that reference against the models recorded right (:mod:`podium.graders.re
 routing from the question alone (an orchestrator with ``reply_chars: 0``): nothing in the reply tells the outcome.
 A recording may also be a directory of CSVs (one per MMLU subject), read in name order.
 
+**Podium recordings.** A directory written by ``podium routing record`` or ``podium routing import``
+(:mod:`podium.recording`) replays one of its workers: the one named like the replaying worker, else the
+one whose model it names (so a pool may replay one recorded worker under several names and prices). Its replies
+come with the token counts and latency recorded from the real call, and a call that failed when it was recorded
+fails again, with its reason.
+
 **Latency.** ``first_token_s + output_tokens / tokens_per_s`` (a time to first token and a decoding rate per
 worker, :class:`LatencyModel`), reported as the generation's latency; nothing sleeps.
 """
 
 import csv
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -47,14 +52,13 @@ from podium.config import Config
 from podium.costs.prices import ModelPrice
 from podium.errors import ConfigError
 from podium.extras import require_extra
+from podium.recording import MANIFEST, RecordedWorker, Recording, normalise, read_manifest
 
 TOKENIZER = "cl100k_base"
 """The BPE every replayed model's tokens are counted with."""
 OUTCOME_ONLY_OUTPUT_TOKENS = 1
 """What a reply from an outcome-only recording is charged for: RouteLLM's MMLU prompts end in ``Answer:`` and the
 model wrote one option letter."""
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
-_SPACE = re.compile(r"\s+")
 
 
 class LatencyModel(Config):
@@ -80,17 +84,63 @@ class Recorded:
     """Whether the recorded answer was graded correct."""
     response: str | None
     """The full recorded response (None in an outcome-only recording)."""
+    failure: str | None = None
+    """Why the recorded call failed (a Podium recording keeps failed calls): the replay fails the same way."""
+    tokens: tuple[int, int] | None = None
+    """(prompt, completion) tokens the real call reported (a Podium recording); None: count them."""
+    latency_s: float | None = None
+    """The real call's latency (a Podium recording); None: the latency model's."""
 
 
-def normalise(text: str) -> str:
-    """The form questions are matched in: NFKC, plain quotes, case folded, whitespace collapsed."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()).strip()
-
-
-def load_recording(path: str | Path, model: str) -> list[Recorded]:
+def load_recording(path: str | Path, model: str, worker: str | None = None) -> list[Recorded]:
     """``model``'s rows of the recording at ``path`` (columns ``prompt``, ``model`` and, unless the recording is
-    outcome-only, ``model_response``), or of every CSV in the directory ``path``, in name order."""
+    outcome-only, ``model_response``), or of every CSV in the directory ``path``, in name order; or, where
+    ``path`` is a Podium recording, the outcomes of its worker ``worker`` (else of its worker of ``model``)."""
+    if (Path(path) / MANIFEST).is_file():
+        return recorded_worker_rows(Recording.load(path), model, worker)
     return load_recordings(path, [model])[model]
+
+
+def recorded_worker(directory: str | Path, model: str, worker: str | None = None) -> RecordedWorker | None:
+    """The worker of the Podium recording in ``directory`` that a replay of ``model`` named ``worker`` replays: the
+    one of that name, else the one that ran ``model``; an error naming the recording's workers where neither is
+    there, or several ran ``model``. None where ``directory`` is no Podium recording (a RouteLLM CSV)."""
+    if not (Path(directory) / MANIFEST).is_file():
+        return None
+    manifest = read_manifest(directory)
+    named = [recorded for recorded in manifest.workers if recorded.name == worker]
+    of_model = [recorded for recorded in manifest.workers if recorded.model == model]
+    if named or len(of_model) == 1:
+        return (named or of_model)[0]
+    found = ", ".join(f"{w.name} ({w.model})" for w in manifest.workers)
+    raise ConfigError(
+        f"replay recording {directory}: no recorded worker named '{worker}', and {len(of_model)} ran model "
+        f"'{model}' (workers: {found})"
+    )
+
+
+def recorded_worker_rows(recording: Recording, model: str, worker: str | None = None) -> list[Recorded]:
+    """The replies of the worker of a Podium recording that :func:`recorded_worker` picks."""
+    worker = str(recorded_worker(recording.directory, model, worker).name)  # type: ignore[union-attr]
+    rows = []
+    for task in recording.tasks:
+        outcome = recording.outcomes.get((task.id, worker))
+        if outcome is None:
+            continue
+        failed = outcome.status == "failed"
+        rows.append(
+            Recorded(
+                task.question,
+                bool(outcome.correct),
+                outcome.reply,
+                failure=(outcome.reason or "no reason recorded") if failed else None,
+                tokens=None if failed else (outcome.input_tokens, outcome.output_tokens),
+                latency_s=outcome.latency_s,
+            )
+        )
+    if not rows:
+        raise ConfigError(f"replay recording {recording.directory}: worker '{worker}' has no recorded outcome")
+    return rows
 
 
 def load_recordings(path: str | Path, models: Sequence[str]) -> dict[str, list[Recorded]]:
@@ -186,10 +236,17 @@ class ReplayBackend(ChatBackend):
 
     @classmethod
     def from_file(
-        cls, path: str | Path, model: str, *, price: ModelPrice | None = None, latency: LatencyModel | None = None
+        cls,
+        path: str | Path,
+        model: str,
+        *,
+        worker: str | None = None,
+        price: ModelPrice | None = None,
+        latency: LatencyModel | None = None,
     ) -> "ReplayBackend":
-        """The replay of ``model``'s column in the recording at ``path``."""
-        return cls(model, load_recording(path, model), price=price, latency=latency)
+        """The replay of ``model``'s column in the recording at ``path`` (of its worker ``worker`` in a Podium
+        recording, see :func:`load_recording`)."""
+        return cls(model, load_recording(path, model, worker), price=price, latency=latency)
 
     def lookup(self, messages_text: str) -> Recorded:
         """The recorded outcome for a request's text; BackendError when none is recorded."""
@@ -204,14 +261,14 @@ class ReplayBackend(ChatBackend):
 
     async def _complete(self, request: GenerationRequest) -> Completion:
         record = self.lookup("\n".join(message.content for message in request.messages))
+        if record.failure is not None:
+            raise BackendError(f"replay worker '{self.model}': the recorded call failed: {record.failure}")
         if record.response is None:
             text, output_tokens = recorded_reference(self.model), OUTCOME_ONLY_OUTPUT_TOKENS
         else:
             text, output_tokens = record.response, count_tokens(record.response)
-        return Completion(
-            text,
-            count_tokens(record.question),
-            output_tokens,
-            "stop",
-            latency_s=self.latency.seconds(output_tokens),
-        )
+        input_tokens = count_tokens(record.question)
+        if record.tokens is not None:
+            input_tokens, output_tokens = record.tokens
+        latency = record.latency_s if record.latency_s else self.latency.seconds(output_tokens)
+        return Completion(text, input_tokens, output_tokens, "stop", latency_s=latency)

@@ -3,7 +3,9 @@ anything.
 
 A file's kind is read from its fields (``--kind`` names it): a system (``podium eval --system``, ``podium
 serve``), a pool, a run or solver config (``podium run --config``, ``--teacher``), a data-stage config, an SFT or
-GRPO training config, an experiment (both scales) or a price sheet. Each is checked as its command checks it at
+GRPO training config, an experiment (both scales), a price sheet, or a routing command's config (``record``,
+``compare``, ``threshold``). A recording that a config replays and that another command writes is a pending
+file. Each is checked as its command checks it at
 load (:mod:`podium.runtime.checks`): the schema, every policy's grammar against its token budget, prices that
 resolve, files that exist, and with ``--online`` the servers of its HTTP workers. Every problem is printed as
 ``FILE:LINE: field: message``. Exit status: 0 every file is good, 2 some file has a problem.
@@ -21,16 +23,17 @@ import yaml
 from rich.markup import escape
 
 from podium.backends.base import BackendError, ChatBackend
+from podium.backends.factory import build_backend
 from podium.backends.http import HttpBackend
 from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import Pool, build_pool, load_pool_config, pool_catalog, worker_prices
 from podium.runtime.checks import NotRunnable, Problem, run_problems
 from podium.runtime.config import RunConfig
 
-KINDS = ("system", "pool", "run", "stage", "sft", "grpo", "experiment", "prices")
+KINDS = ("system", "pool", "run", "stage", "sft", "grpo", "experiment", "prices", "record", "compare", "threshold")
 _LISTED = re.compile(r"^\s+(?:.+?:\d+: )?(\S[^:]*): (.+)$")
 """A problem line of a validation error: ``  [FILE:LINE: ]field: message`` (the line is found again here)."""
 
@@ -118,6 +121,10 @@ def detect_kind(data: Any) -> str | None:
     keys = set(data)
     if "arms" in keys:
         return "experiment"
+    if "recording" in keys and "kind" not in keys:
+        return "threshold" if keys & {"system", "system_out", "calibration"} else "compare"
+    if {"pool", "out"} <= keys and keys & {"tasks", "benchmark"}:
+        return "record"
     if "output_dir" in keys:
         return "sft" if "trajectories" in keys else "grpo"
     if "kind" in keys:
@@ -146,6 +153,12 @@ def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None)
         message = f"cannot tell what kind of config this is; name it with --kind ({', '.join(KINDS)})"
         findings.add(Problem(None, message))
         return "?", findings.found
+    unrecorded = unrecorded_replays(data)
+    if unrecorded:  # the configs that replay a recording can only be built once it is there
+        findings.found.extend(
+            Finding(str(path), field, message, "podium routing record") for field, message in unrecorded
+        )
+        return chosen, findings.found
     try:
         CHECKS[chosen](findings, data)
     except (PodiumError, BackendError) as error:
@@ -153,12 +166,26 @@ def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None)
     return chosen, findings.found
 
 
+def unrecorded_replays(data: Any) -> list[tuple[str, str]]:
+    """(field, message) of each recording a config replays (``replay``, ``rollout.replay``) that is not there."""
+    found = []
+    for field, value in (("replay", data.get("replay")), ("rollout.replay", (data.get("rollout") or {}).get("replay"))):
+        if isinstance(value, str) and not (Path(value) / "manifest.json").is_file():
+            found.append((field, f"no recording at {value}: `podium routing record` writes one"))
+    return found
+
+
 def _system(findings: Findings, data: Any) -> None:
     from podium.evaluate.system_config import build_system, system_config_from_dict
+    from podium.solve.router import RouterSystemConfig
 
     if isinstance(data.get("pool"), str):
         findings.pool_file = Path(data["pool"])
     config = system_config_from_dict(data, source=str(findings.path))
+    if isinstance(config, RouterSystemConfig) and not (Path(config.recording) / "manifest.json").is_file():
+        message = f"no recording at {config.recording}: `podium routing record` writes one"
+        findings.add(Problem("recording", message, written_by="podium routing record"))
+        return
     built = build_system(config)
     pool = getattr(built, "pool", None)
     backends = list(pool.backends.values()) if isinstance(pool, Pool) else list(_model_backends(built))
@@ -194,16 +221,16 @@ def _run(findings: Findings, data: Any) -> None:
     from podium.solve.config import SystemConfig
 
     config = SystemConfig.from_dict(data, source=str(findings.path))
-    if isinstance(config.pool, str):
-        findings.pool_file = Path(config.pool)
-        chosen = load_pool_config(config.pool)
-    elif config.pool is not None:
-        chosen = config.pool
-    else:
+    if config.pool is None and findings.pool is not None:
         findings.pool_file = findings.pool
-        chosen = load_pool_config(findings.pool) if findings.pool else embedded_pool_config()
+        config = config.model_copy(update={"pool": str(findings.pool)})
+    elif isinstance(config.pool, str):
+        findings.pool_file = Path(config.pool)
+    chosen = config.pool_config()
     pool = build_pool(chosen)
-    problems = run_problems(pool, config.run_config())
+    own = config.own_orchestrator()
+    orchestrator = None if own is None else build_backend(own.spec(), pool_catalog(chosen))
+    problems = run_problems(pool, config.run_config(), orchestrator)
     if problems:
         raise NotRunnable(str(findings.path), problems)
     _reach(findings, list(pool.backends.values()))
@@ -285,6 +312,43 @@ def _prices(findings: Findings, data: Any) -> None:
     PriceCatalog.from_dict(data, source=str(findings.path))
 
 
+def _record(findings: Findings, data: Any) -> None:
+    from podium.datasets.loaders import get_benchmark
+    from podium.evaluate.routing.config import RecordConfig
+
+    config = RecordConfig.from_dict(data, source=str(findings.path))
+    findings.pool_file = Path(config.pool)
+    worker_prices(load_pool_config(config.pool))  # every worker priced, as recording prices each call
+    if config.tasks is not None and not Path(config.tasks).is_file():
+        findings.add(Problem("tasks", f"no tasks file at {config.tasks}"))
+    if config.benchmark is not None:
+        get_benchmark(config.benchmark)
+
+
+def _routing(findings: Findings, data: Any, kind: str) -> None:
+    """A ``compare`` or ``threshold`` config: its recording and runs (pending where another command writes them),
+    its pricing reward and its price sheet."""
+    from podium.evaluate.routing.config import CompareConfig, ThresholdConfig
+    from podium.train.config import GRPOConfig
+
+    config = (CompareConfig if kind == "compare" else ThresholdConfig).from_dict(data, source=str(findings.path))
+    runs = {f"orchestrators.{k}": v for k, v in getattr(config, "orchestrators", {}).items()}
+    runs |= {f"calibrations.{k}": v for k, v in getattr(config, "calibrations", {}).items()}
+    runs |= {"calibration": config.calibration} if isinstance(config, ThresholdConfig) and config.calibration else {}
+    for field, run_dir in runs.items():
+        if not (Path(run_dir) / "manifest.json").is_file():
+            findings.add(Problem(field, f"no `podium eval` run at {run_dir}", written_by="podium eval"))
+    if not (Path(config.recording) / "manifest.json").is_file():
+        message = f"no recording at {config.recording}: `podium routing record` writes one"
+        findings.add(Problem("recording", message, written_by="podium routing record"))
+    if config.reward_from is not None and GRPOConfig.from_file(config.reward_from).reward.design != "cost_penalty":
+        findings.add(
+            Problem("reward_from", f"{config.reward_from}: pricing decisions needs reward.design cost_penalty")
+        )
+    if config.prices is not None:
+        PriceCatalog.from_file(config.prices)
+
+
 CHECKS: dict[str, Callable[[Findings, Any], None]] = {
     "system": _system,
     "pool": _pool,
@@ -294,6 +358,9 @@ CHECKS: dict[str, Callable[[Findings, Any], None]] = {
     "grpo": _grpo,
     "experiment": _experiment,
     "prices": _prices,
+    "record": _record,
+    "compare": lambda findings, data: _routing(findings, data, "compare"),
+    "threshold": lambda findings, data: _routing(findings, data, "threshold"),
 }
 
 

@@ -19,7 +19,7 @@ import inspect
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
@@ -142,7 +142,8 @@ def option_type(annotation: Any) -> Any:
     file, ``str`` for a union of plain types (the config's validation reads the text)."""
     members = [member for member in _members(annotation) if member is not type(None)]
     if get_origin(members[0]) is list:
-        return option_type(get_args(members[0])[0])
+        item = option_type(get_args(members[0])[0])
+        return str if get_origin(item) is Literal else item  # a list of choices: text the validation reads
     plain = [member for member in members if not _is_model(member)]
     if not plain:
         return Path

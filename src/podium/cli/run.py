@@ -23,15 +23,22 @@ from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, write_trajectories
-from podium.errors import PodiumError
+from podium.errors import ConfigError, PodiumError
 from podium.runtime.config import RunConfig
 from podium.solve.config import default_name
+from podium.solve.router import load_system
 from podium.solve.system import Chat, System
 
 
 @config_options(RunConfig, ("policy", "max_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
 def run_command(
     question: Annotated[str, typer.Argument(help="The task for the orchestrator.")],
+    system: Annotated[
+        Path | None,
+        typer.Option(
+            "--system", help="A system file (an orchestrator, or a router: kind router) instead of --pool and --config."
+        ),
+    ] = None,
     pool: PoolOption = None,
     config: Annotated[Path | None, typer.Option("--config", help="RunConfig YAML; flags override it.")] = None,
     preference: Annotated[str | None, typer.Option("--preference", help="Preference instruction for the task.")] = None,
@@ -48,12 +55,19 @@ def run_command(
     """Run the orchestrator on QUESTION over the pool; print the answer and a trace of every call. Exits 2 on a
     bad configuration, 3 when the orchestrator's backend cannot be reached or fails."""
     try:
-        settings = load_config(RunConfig, config, flags)
-        built = open_pool(pool, prices=prices, allow_unisolated=allow_unisolated)
-        system = System(default_name(built.config, settings), built, settings)
-        system.check(str(config or "run options"))  # every problem at once, before any work
+        if system is not None:
+            given = [flag for flag, value in (("--pool", pool), ("--config", config)) if value]
+            given += list(flags.names.values())
+            if given:
+                raise ConfigError(f"--system is the whole system: give it without {', '.join(given)}")
+            chosen = load_system(system)
+        else:
+            settings = load_config(RunConfig, config, flags)
+            built = open_pool(pool, prices=prices, allow_unisolated=allow_unisolated)
+            chosen = System(default_name(built.config, settings), built, settings)
+            chosen.check(str(config or "run options"))  # every problem at once, before any work
         wanted = Preference(instruction=preference) if preference else None
-        trajectory = _play(system, question, wanted, seed, live=not as_json)
+        trajectory = _play(chosen, question, wanted, seed, live=not as_json)
     except BackendError as error:
         raise fail(error, BACKEND_FAILED) from error
     except PodiumError as error:

@@ -11,7 +11,7 @@ from podium.cli.fields import Flags, config_options, load_config
 from podium.errors import PodiumError
 from podium.serve.http import run_app
 from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
-from podium.solve.config import SystemConfig
+from podium.solve.router import load_system
 from podium.solve.system import System
 
 
@@ -24,8 +24,9 @@ def serve_command(
         list[Path] | None,
         typer.Option(
             "--system",
-            help="Orchestrator system file (repeatable; an `orchestrator` file of podium eval works as it is); "
-            "its name is the model id. Default: the embedded offline orchestrator, two turns then the summarizer.",
+            help="System file (repeatable): an orchestrator (a `podium eval` orchestrator file works as it is) or a "
+            "router (kind router); its name is the model id. Default: the embedded offline orchestrator, two turns "
+            "then the summarizer.",
         ),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -44,7 +45,7 @@ def serve_command(
         settings = load_config(ServeConfig, config, flags)
         # a system that cannot answer never starts serving
         if system:
-            systems = [System.build(SystemConfig.from_file(path), source=str(path)) for path in system]
+            systems = [load_system(path) for path in system]
         else:
             systems = [System.build(DEFAULT_SYSTEM, source="the embedded orchestrator")]
         app = create_orchestrator_app(systems, settings)

@@ -345,7 +345,8 @@ def plot_routing(curves: dict[str, list[Point]], path: Path, title: str = "cost 
     systems (single models, oracle, orchestrators) as labelled markers."""
     figure = _figure(6.5, 4.2)
     axes = figure.add_subplot()
-    for name, points in curves.items():
+    for name, unsorted in curves.items():
+        points = sorted(unsorted, key=lambda point: (point.usd_per_question, point.accuracy))
         costs = [point.usd_per_question for point in points]
         accuracies = [point.accuracy for point in points]
         if len(points) > 1:

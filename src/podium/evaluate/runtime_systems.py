@@ -1,7 +1,7 @@
 """Systems that run the orchestrator runtime (SPEC §8): a prompted orchestrator over the full pool, trained
 orchestrator checkpoints, and a single model with basic tools. Each is a :class:`podium.solve.system.System`,
 solving items as data collection, rollouts and serving do. Importing this module registers their config kinds
-(``orchestrator``, ``tools_model``) so ``podium eval --system`` accepts them.
+(``orchestrator``, ``tools_model``, ``router``) so ``podium eval --system`` accepts them.
 
 Example (a trained checkpoint is an ``orchestrator`` whose orchestrator worker is a ``local`` worker with a
 ``path``; deny it as a tool so it does not call itself)::
@@ -21,10 +21,12 @@ Example (a trained checkpoint is an ``orchestrator`` whose orchestrator worker i
 
 from typing import Literal
 
+from podium.errors import ConfigError
 from podium.evaluate.system_config import EvalSystemConfig, register_system
 from podium.pool.config import BasicTool
 from podium.pool.pool import build_pool
 from podium.solve.config import SystemConfig, orchestrator_model
+from podium.solve.router import RouterSystemConfig
 from podium.solve.system import System
 
 
@@ -51,6 +53,8 @@ def build_tools_model(config: ToolsModelConfig) -> System:
     """One worker of the pool as the orchestrator, with only the basic tools visible."""
     full = config.pool_config()
     settings = config.run_config()
+    if config.own_orchestrator() is not None:
+        raise ConfigError("orchestrator: a tools_model's orchestrator is the pool worker that calls the tools; name it")
     model = orchestrator_model(full, settings)
     kept = {settings.orchestrator or full.workers[0].name, config.user.worker}  # the user is no tool either
     workers = [worker for worker in full.workers if worker.name in kept]
@@ -66,5 +70,15 @@ def build_tools_model(config: ToolsModelConfig) -> System:
     return system
 
 
+class RouterConfig(RouterSystemConfig, EvalSystemConfig):
+    """A router fitted on a recording's train split (:mod:`podium.solve.router`) and how the run grades it."""
+
+
+def build_router(config: RouterConfig) -> System:
+    """The router system: the router fitted (or loaded) and playing the escalate policy over its pool."""
+    return config.build()
+
+
 register_system("orchestrator", OrchestratorConfig, build_orchestrator)
 register_system("tools_model", ToolsModelConfig, build_tools_model)
+register_system("router", RouterConfig, build_router)

@@ -13,7 +13,8 @@ Example::
 ``grading`` is optional: without it each benchmark's own verifier grades the answers.
 
 Built-in kinds: ``single_model``, ``majority_vote``, ``self_refine``, ``static_router``, and on the runtime
-(:mod:`podium.evaluate.runtime_systems`, loaded on first use) ``tools_model`` and ``orchestrator``. Other systems
+(:mod:`podium.evaluate.runtime_systems`, loaded on first use) ``tools_model``, ``orchestrator`` and ``router`` (a
+router fitted on a recording). Other systems
 plug in with :func:`register_system`, after which ``podium eval --system`` accepts their configs unchanged.
 """
 

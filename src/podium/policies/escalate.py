@@ -145,6 +145,13 @@ class EscalationPolicy(Policy):
         return Outcome([*outcome.results, *await dispatch.run(checks)])
 
 
+def observed_reply(observation: str, worker: str) -> str | None:
+    """The reply of ``worker`` that an observation of this policy shows in full (None: the worker failed, or the
+    observation shows less than the whole reply)."""
+    head = f"{worker} replied:\n"
+    return observation[len(head) :] if observation.startswith(head) else None
+
+
 def last_reply(history: Sequence[Turn]) -> str:
     """The last successful worker reply (empty when none succeeded): the accepted answer."""
     for turn in reversed(history):

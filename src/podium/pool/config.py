@@ -1,6 +1,7 @@
 """The pool configuration (YAML): workers, tools, agent roles, blind labels, sandbox, prices, and what primitives
 work on (attachments, API endpoints, schemas) and the file of model descriptions."""
 
+from pathlib import Path
 from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
@@ -9,9 +10,11 @@ from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, 
 from podium.backends.replay import LatencyModel
 from podium.config import Config
 from podium.costs.prices import ModelPrice
+from podium.errors import ConfigError
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
 from podium.pool.resources import ApiEndpoint, Attachment, PrimitiveLimits, checked_schema
+from podium.recording import read_manifest
 from podium.sandbox import SandboxConfig
 
 BasicTool = Literal["python", "symbolic_math", "local_search", "web_search", "check_arithmetic"]
@@ -55,7 +58,8 @@ class WorkerConfig(Config):
     """For ``http``: environment variable holding the API key."""
     path: str | None = None
     """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct. For
-    ``replay``: the recording (CSV with ``prompt``, ``MODEL`` and ``MODEL_response`` columns)."""
+    ``replay``: the recording (CSV with ``prompt``, ``MODEL`` and ``MODEL_response`` columns, or the directory of a
+    Podium recording, whose worker of this name is replayed, else its worker of this ``model``)."""
     adapter: str | None = None
     """For ``local``: a LoRA adapter directory merged into the model (relative to the pool file)."""
     latency: LatencyModel = Field(default_factory=LatencyModel)
@@ -106,7 +110,9 @@ class WorkerConfig(Config):
                 provider=self.provider,
             )
         if self.backend == "replay":
-            return ReplayBackendSpec(model=self.model, path=self.path or "", latency=self.latency, price=self.price)
+            return ReplayBackendSpec(
+                model=self.model, path=self.path or "", worker=self.name, latency=self.latency, price=self.price
+            )
         if self.backend == "local":
             return LocalBackendSpec(model=self.model, path=self.path, adapter=self.adapter, price=self.price)
         return ScriptedBackendSpec(model=self.model, replies=self.replies, repeat_last=True, price=self.price)
@@ -180,6 +186,24 @@ class PoolConfig(Config):
         """The search tool that knowledge_searcher and the web_search and fact_check primitives run:
         ``local_search`` when the pool has it (free, and needs no key), else ``web_search``."""
         return next((name for name in SEARCH_TOOLS if name in self.tools), None)
+
+    def replayed(self, recording: str | Path) -> Self:
+        """This pool with each worker that ``recording`` (a ``podium routing record`` directory) holds answering
+        from it instead of being called (at the price it was recorded at where the pool gives it none); the other
+        workers, tools and settings unchanged. An error where the recording holds none of its workers."""
+        recorded = {worker.name: worker for worker in read_manifest(recording).workers}
+        if not recorded.keys() & {worker.name for worker in self.workers}:
+            raise ConfigError(
+                f"replay: the recording {recording} holds none of the pool's workers (it has {sorted(recorded)}, the "
+                f"pool {[worker.name for worker in self.workers]})"
+            )
+        workers = [
+            worker.model_copy(update={"backend": "replay", "path": str(recording)})
+            if worker.name in recorded
+            else worker
+            for worker in self.workers
+        ]
+        return self.model_copy(update={"workers": workers})
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -18,7 +18,7 @@ from podium.backends.base import ChatBackend
 from podium.backends.grammar import BudgetTooSmall, Limits
 from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView
-from podium.pool.config import PoolConfig
+from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import Pool
 from podium.runtime.config import RunConfig
 from podium.runtime.executor import Executor
@@ -69,23 +69,32 @@ class NotRunnable(ConfigError):
 def pool_problems(config: PoolConfig, reached: Collection[str] | None = None) -> list[Problem]:
     """Files the pool's local workers load that are not there: a checkpoint directory (a ``path`` that is no
     directory and no hub id) or a LoRA adapter; only of the ``reached`` workers (names) when given."""
+    return [
+        problem
+        for index, worker in enumerate(config.workers)
+        if reached is None or worker.name in reached
+        for problem in worker_file_problems(worker, f"workers.{index}", "pool")
+    ]
+
+
+def worker_file_problems(worker: WorkerConfig, field: str, scope: Scope = "run") -> list[Problem]:
+    """Files a local worker loads that are not there (its checkpoint or LoRA adapter), under ``field``."""
+    if worker.backend != "local":
+        return []
     problems = []
-    for index, worker in enumerate(config.workers):
-        if worker.backend != "local" or (reached is not None and worker.name not in reached):
-            continue
-        if worker.path is not None and not Path(worker.path).is_dir() and not _HUB_ID.match(worker.path):
-            problems.append(_missing(f"workers.{index}.path", "checkpoint", worker.path, worker.name))
-        if worker.adapter is not None and not Path(worker.adapter).is_dir():
-            problems.append(_missing(f"workers.{index}.adapter", "LoRA adapter", worker.adapter, worker.name))
+    if worker.path is not None and not Path(worker.path).is_dir() and not _HUB_ID.match(worker.path):
+        problems.append(_missing(f"{field}.path", "checkpoint", worker.path, worker.name, scope))
+    if worker.adapter is not None and not Path(worker.adapter).is_dir():
+        problems.append(_missing(f"{field}.adapter", "LoRA adapter", worker.adapter, worker.name, scope))
     return problems
 
 
-def _missing(field: str, what: str, path: str, worker: str) -> Problem:
+def _missing(field: str, what: str, path: str, worker: str, scope: Scope) -> Problem:
     return Problem(
         field,
         f"no {what} directory at {path} (worker '{worker}'): `{SFT_COMMAND}` (or `grpo`) writes one into its "
         "output_dir; train it first or point the field at an existing one",
-        "pool",
+        scope,
         SFT_COMMAND,
     )
 
@@ -152,8 +161,15 @@ def _reached_workers(pool: Pool, config: RunConfig, view: PoolView, *, pool_orch
     return {name for name in reached if name is not None}
 
 
-def require_runnable(pool: Pool, config: RunConfig, source: str, orchestrator: ChatBackend | None = None) -> None:
-    """Raise :class:`NotRunnable` naming every problem :func:`run_problems` finds in ``source``."""
-    problems = run_problems(pool, config, orchestrator)
+def require_runnable(
+    pool: Pool,
+    config: RunConfig,
+    source: str,
+    orchestrator: ChatBackend | None = None,
+    known: Sequence[Problem] = (),
+) -> None:
+    """Raise :class:`NotRunnable` naming every problem :func:`run_problems` finds in ``source``, after the
+    ``known`` ones."""
+    problems = [*known, *run_problems(pool, config, orchestrator)]
     if problems:
         raise NotRunnable(source, problems)

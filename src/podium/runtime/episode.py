@@ -280,7 +280,8 @@ class Episode:
         ``view`` when the orchestrator decodes under one)."""
         max_tokens = self.config.max_tokens
         options = self._sampling()
-        if self.constrained and choices is not None and self.orchestrator.supports_choices:
+        picks = self.orchestrator.supports_choices and (self.constrained or not self.orchestrator.writes_text)
+        if choices is not None and picks:
             options["choices"] = choices
         elif self.constrained:  # the grammar fits the budget, so an action always closes within it
             grammar = self.policy.grammar(view, self.actions, max_tokens)

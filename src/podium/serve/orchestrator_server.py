@@ -230,7 +230,8 @@ class EpisodeServer:
             instructions=conversation.instructions,
             on_event=session.on_event,
             allowance=session.allowance,
-            tool_choice=session.next_choice,
+            # only a policy that calls tools by name is asked (the others were refused a choice at the request)
+            tool_choice=session.next_choice if system.executor(config).policy.calls_tools else None,
             answer_schema=body.answer_schema(),
         )
         instruction = body.response_format.instruction() if body.response_format else None

@@ -17,7 +17,7 @@ from pydantic import Field
 from podium.config import Config
 from podium.envs.conversation import UserSimulatorConfig
 from podium.errors import ConfigError
-from podium.pool.config import PoolConfig
+from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import embedded_pool_config, load_pool_config
 from podium.runtime.config import RunConfig
 
@@ -40,26 +40,45 @@ class SystemConfig(NamedSystem, RunConfig):
     """Selects this system (the same file serves every command)."""
     pool: str | PoolConfig | None = None
     """Pool YAML path (relative to the current directory) or an inline pool; default: the embedded offline pool."""
+    replay: str | None = None
+    """A recording (``podium routing record``, relative to the current directory): the pool's workers it holds
+    answer from it, as they answered when recorded, instead of being called (training and evaluating on recorded
+    workers: free, fast and repeatable); the pool's other workers and tools are unchanged."""
+    orchestrator: str | WorkerConfig | None = None  # type: ignore[assignment]
+    """Worker (by name) that plays the orchestrator, or a worker of its own that is not in the pool (e.g. ``{name:
+    orchestrator, backend: local, model: my-orchestrator, adapter: runs/sft}``, an adapter path relative to the
+    current directory); default: the pool's first worker."""
     user: UserSimulatorConfig = Field(default_factory=UserSimulatorConfig)
     """The simulated user of tool-use (tau2) items."""
     instructions: str | None = None
     """Text added to the orchestrator's system prompt (for instance a domain note)."""
 
     def pool_config(self) -> PoolConfig:
-        """The pool this system names: a YAML path, an inline config, or the embedded pool."""
+        """The pool this system names: a YAML path, an inline config, or the embedded pool; with ``replay``, its
+        recorded workers answering from the recording."""
         if self.pool is None:
-            return embedded_pool_config()
-        if isinstance(self.pool, PoolConfig):
-            return self.pool
-        return load_pool_config(self.pool)
+            pool = embedded_pool_config()
+        elif isinstance(self.pool, PoolConfig):
+            pool = self.pool
+        else:
+            pool = load_pool_config(self.pool)
+        return pool.replayed(self.replay) if self.replay is not None else pool
 
     def run_config(self) -> RunConfig:
-        """The run-config part."""
-        return RunConfig.model_validate(self.model_dump(include=set(RunConfig.model_fields)))
+        """The run-config part (an orchestrator of its own is the system's, not the run's: :meth:`own_orchestrator`)."""
+        fields = self.model_dump(include=set(RunConfig.model_fields))
+        fields["orchestrator"] = self.orchestrator if isinstance(self.orchestrator, str) else None
+        return RunConfig.model_validate(fields)
+
+    def own_orchestrator(self) -> WorkerConfig | None:
+        """The orchestrator's worker when it is not one of the pool's."""
+        return self.orchestrator if isinstance(self.orchestrator, WorkerConfig) else None
 
 
 def orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
     """The model name of the worker that plays the orchestrator."""
+    if isinstance(config.orchestrator, WorkerConfig):
+        return config.orchestrator.model
     name = config.orchestrator or pool.workers[0].name
     worker = next((worker for worker in pool.workers if worker.name == name), None)
     if worker is None:

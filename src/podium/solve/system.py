@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from podium.backends.base import ChatBackend
+from podium.backends.factory import build_backend
 from podium.core.answers import ANSWER_INSTRUCTIONS, VerifierKind, extract_answer
 from podium.core.messages import Message
 from podium.core.preference import Preference
@@ -29,10 +30,10 @@ from podium.datasets.items import BenchmarkItem
 from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError
-from podium.pool.pool import Pool, build_pool
+from podium.pool.pool import Pool, build_pool, pool_catalog
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig
-from podium.runtime.checks import require_runnable
+from podium.runtime.checks import Problem, require_runnable, worker_file_problems
 from podium.runtime.episode import NextChoice
 from podium.runtime.explore import explore
 from podium.solve.config import SystemConfig, default_name
@@ -81,12 +82,15 @@ class System:
         *,
         user: UserSimulatorConfig | None = None,
         instructions: str | None = None,
+        orchestrator: ChatBackend | None = None,
     ) -> None:
         self.name = name
         self.pool = pool
         self.config = config
         self.user = user or UserSimulatorConfig()
         self.instructions = instructions
+        self.orchestrator = orchestrator
+        """The orchestrator when it is not one of the pool's workers (a worker of its own, a fitted router)."""
 
     @property
     def model(self) -> str:
@@ -94,20 +98,34 @@ class System:
         return self.executor().orchestrator.model
 
     @classmethod
-    def build(cls, config: SystemConfig, *, pool: Pool | None = None, source: str | None = None) -> "System":
-        """The system ``config`` describes (over ``pool`` when it was built already), refused when it cannot
-        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
+    def build(
+        cls,
+        config: SystemConfig,
+        *,
+        pool: Pool | None = None,
+        source: str | None = None,
+        orchestrator: ChatBackend | None = None,
+    ) -> "System":
+        """The system ``config`` describes (over ``pool`` when it was built already, with ``orchestrator`` as its
+        own when given: a fitted router), refused when it cannot produce an action
+        (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
         chosen = config.pool_config()
-        settings = config.run_config()
-        name = config.name or default_name(chosen, settings)
-        system = cls(name, pool or build_pool(chosen), settings, user=config.user, instructions=config.instructions)
-        system.check(source or f"system '{name}'")
+        name = config.name or default_name(chosen, config)
+        built = pool or build_pool(chosen)
+        own = config.own_orchestrator()
+        if orchestrator is None and own is not None:
+            orchestrator = build_backend(own.spec(), pool_catalog(chosen))
+        system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
+                     orchestrator=orchestrator)  # fmt: skip
+        missing = worker_file_problems(own, "orchestrator") if own is not None else []
+        system.check(source or f"system '{name}'", missing)
         return system
 
-    def check(self, source: str) -> None:
-        """Refuse a system that cannot produce an action, and a user simulator that is not in the pool. Allow
-        and deny names are checked per episode, once its tools (a domain's functions) are known."""
-        require_runnable(self.pool, self.config, source)
+    def check(self, source: str, known: Sequence[Problem] = ()) -> None:
+        """Refuse a system that cannot produce an action (the ``known`` problems first: files its own
+        orchestrator loads), and a user simulator that is not in the pool. Allow and deny names are checked per
+        episode, once its tools (a domain's functions) are known."""
+        require_runnable(self.pool, self.config, source, self.orchestrator, known)
         if self.user.worker is not None and self.user.worker not in self.pool.backends:
             raise ConfigError(
                 f"user.worker: '{self.user.worker}' is not a worker of the pool {sorted(self.pool.backends)}"
@@ -117,8 +135,8 @@ class System:
         self, config: RunConfig | None = None, *, pool: Pool | None = None, orchestrator: ChatBackend | None = None
     ) -> Executor:
         """A fresh executor (episodes never share state) under ``config``, over ``pool``, with ``orchestrator``
-        in place of the pool's, each when given."""
-        return Executor(pool or self.pool, config or self.config, orchestrator=orchestrator)
+        in place of the system's, each when given."""
+        return Executor(pool or self.pool, config or self.config, orchestrator=orchestrator or self.orchestrator)
 
     def episode_seed(self, item_id: str, sample: int) -> int | None:
         """The seed of what sample ``sample`` of an item draws afresh (a blind pool's labels), from the pool's
@@ -164,7 +182,9 @@ class System:
             if task.verifier == "environment":
                 if chat is not None:
                     raise ConfigError(f"item {task.id}: a tool-use item converses with the simulated user, not a chat")
-                return await self._converse(task, config, pool or self.pool, orchestrator, metadata, seed)
+                return await self._converse(
+                    task, config, pool or self.pool, orchestrator or self.orchestrator, metadata, seed
+                )
             preference = preference if preference is not None else item_preference(task)
         chat = chat or Chat()
         trajectory = await self.executor(config, pool=pool, orchestrator=orchestrator).run(

@@ -1,37 +1,42 @@
-"""An orchestrator evaluated with ``podium eval`` on recorded outcomes, read as a router: its greedy operating
-point, and the curve its escalation probability traces when thresholded (the routers' own APGR definition).
+"""An orchestrator evaluated with ``podium eval`` over replay workers of a recording, read as a router: its greedy
+operating point, and the curve its escalation probability traces when thresholded (the routers' own definition).
 
-The orchestrator plays the ``escalate`` policy over replay workers: it names a worker, reads the reply, then accepts
-or escalates. Its trajectory records the probability of every word at each turn. At the first decision after a
-reply, ``1 − P(accept)`` is its escalation score; sweeping a threshold over the scores (escalate where the score
-reaches it, to the worker it ranks first) gives one operating point per threshold, each question's outcome read
-from the recording of the worker it would then have accepted (every alternative's outcome is recorded, so no
-episode is re-run) and priced at that worker's price as the run's pool priced it: a worker's inline price counts, so
-a worker that replays GPT-4 at another price is drawn at its own. Questions on which it called the dear model first
-count as strong calls at every threshold. Under a blind pool the words are each episode's labels, read back through
+The orchestrator plays the ``escalate`` policy: it names a worker, reads the reply, then accepts or escalates. Its
+trajectory records the probability of every word at each turn. At the first decision after a reply, ``1 −
+P(accept)`` is its escalation score; sweeping a threshold over the scores (escalate where the score reaches it, to
+the worker it ranks first) gives one operating point per threshold, each task's outcome read from the
+recording of the worker it would then have accepted (every alternative's outcome is recorded, so no episode is
+re-run) and priced at that worker's price as the run's pool priced it: a worker's inline price counts, so a worker
+that replays GPT-4 at another price is drawn at its own. A task whose first worker is the dearest has no score: it
+keeps its first reply at every threshold. Under a blind pool the words are each episode's labels, read back through
 the mapping the episode recorded.
+
+Each replay worker of the run's pool stands for a recorded worker: the one of its own name where it replays the
+recording's directory, else the one that ran its model. A run that asked a worker standing for none (a stranger
+recorded elsewhere) has its greedy point but no curve.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from podium.costs.prices import ModelPrice, PriceCatalog
-from podium.evaluate.routing.data import STRONG, WEAK, Outcome, RoutingItem
 from podium.evaluate.routing.metrics import Point
 from podium.evaluate.runner import EvalRecord, load_run
 from podium.policies.escalate import ACCEPT, ROLE
-from podium.pool.config import PoolConfig
-from podium.pool.pool import load_pool_config, worker_prices
+from podium.pool.pool import worker_prices
+from podium.routers.data import Outcome, RoutingItem, RoutingSet
+from podium.solve.config import SystemConfig
 
 
 @dataclass(frozen=True)
 class Worker:
-    """A replay worker of the evaluated pool."""
+    """A replay worker of the evaluated pool and the recorded worker it stands for."""
 
     name: str
-    model: str
-    """The recorded model it replays."""
+    recorded: str | None
+    """The recorded worker whose outcomes it replays (None: it stands for none of them)."""
     price: ModelPrice
     """Its price in the run (a given sheet's entry, else its inline price, else the pool's sheet)."""
 
@@ -42,7 +47,7 @@ class Worker:
 
 @dataclass(frozen=True)
 class Episode:
-    """What one orchestrated question tells: which workers it asked, in order, and the escalation score."""
+    """What one orchestrated task tells: which workers it asked, in order, and the escalation score."""
 
     item: RoutingItem
     asked: list[Worker]
@@ -54,10 +59,6 @@ class Episode:
     correct: bool
     usd: float
 
-    def asked_model(self, model: str) -> bool:
-        """Whether it asked a worker that replays ``model``."""
-        return any(worker.model == model for worker in self.asked)
-
 
 @dataclass(frozen=True)
 class OrchestratorRun:
@@ -65,84 +66,109 @@ class OrchestratorRun:
 
     name: str
     episodes: list[Episode]
+    dearest: str
+    """The recorded worker with the highest mean cost: a task that asked it first has no escalation score."""
+    workers: list[Worker]
+    """The replay workers of its pool."""
 
     def greedy(self) -> Point:
         """The operating point it reached when run (greedy decoding)."""
         count = len(self.episodes)
+        asked: dict[str, int] = {}
+        for episode in self.episodes:
+            for recorded in {worker.recorded or worker.name for worker in episode.asked}:
+                asked[recorded] = asked.get(recorded, 0) + 1
         return Point(
-            strong_share=sum(episode.asked_model(STRONG) for episode in self.episodes) / count,
             accuracy=sum(episode.correct for episode in self.episodes) / count,
             usd_per_question=sum(episode.usd for episode in self.episodes) / count,
+            shares={recorded: times / count for recorded, times in asked.items()},
+            calls_per_question=sum(len(episode.asked) for episode in self.episodes) / count,
         )
 
-    def calls(self) -> float:
-        """Worker calls per question."""
-        return sum(len(episode.asked) for episode in self.episodes) / len(self.episodes)
-
-    def share(self, model: str) -> float:
-        """Share of questions on which it asked ``model``."""
-        return sum(episode.asked_model(model) for episode in self.episodes) / len(self.episodes)
+    @property
+    def traceable(self) -> bool:
+        """Whether every worker it asked stands for a recorded worker, so that its curve can be traced."""
+        return all(worker.recorded is not None for episode in self.episodes for worker in episode.asked)
 
     def curve(self) -> list[Point]:
-        """The operating points of every threshold on its escalation score (see the module notes)."""
+        """The operating points of every threshold on its escalation score (see the module notes); only its greedy
+        point where it is not :attr:`traceable`."""
+        if not self.traceable:
+            return [self.greedy()]
         scores = self.scores()
         thresholds = sorted({score for score in scores if score is not None}, reverse=True)
-        none = self._point([False] * len(scores))
-        return [none, *(self._point([s is not None and s >= t for s in scores]) for t in thresholds)]
-
-    def above(self, threshold: float) -> tuple[Point, float]:
-        """The operating point, and worker calls per question, of escalating exactly where the score exceeds
-        ``threshold`` (a price sheet's break-even probability, :mod:`podium.evaluate.routing.priced`)."""
-        escalate = [score is not None and score > threshold for score in self.scores()]
-        asked = sum(1 + up for episode, up in zip(self.episodes, escalate, strict=True) if episode.asked)
-        return self._point(escalate), asked / len(self.episodes)
+        none = self.point([None] * len(scores))
+        pairs = list(zip(self.episodes, scores, strict=True))
+        escalations = ([e.escalate_to if s is not None and s >= t else None for e, s in pairs] for t in thresholds)
+        return [none, *(self.point(targets) for targets in escalations)]
 
     def scores(self) -> list[float | None]:
-        """Each question's escalation score where the weak model answered first (None elsewhere: no decision)."""
-        return [e.escalation if e.asked and e.asked[0].model == WEAK else None for e in self.episodes]
+        """Each task's escalation score where it has one (None elsewhere: no decision to threshold)."""
+        return [e.escalation if e.asked and e.escalate_to is not None and e.asked[0].recorded != self.dearest
+                else None for e in self.episodes]  # fmt: skip
 
-    def _point(self, escalate: Sequence[bool]) -> Point:
-        correct, usd, strong = 0, 0.0, 0
-        for episode, up in zip(self.episodes, escalate, strict=True):
+    def point(self, escalations: Sequence[Worker | None]) -> Point:
+        """The point reached by escalating each task to the given worker (None: keeping the first reply)."""
+        correct, usd, calls = 0, 0.0, 0
+        asked: dict[str, int] = {}
+        for episode, target in zip(self.episodes, escalations, strict=True):
             outcomes = episode.item.outcomes
-            if not episode.asked:  # answered without a worker: read as the weak model's reply
-                correct, usd = correct + outcomes[WEAK].correct, usd + outcomes[WEAK].usd
+            if not episode.asked:  # answered without a worker: read as the cheapest worker's reply
+                cheapest = min(outcomes, key=lambda name: outcomes[name].usd)
+                correct, usd = correct + outcomes[cheapest].correct, usd + outcomes[cheapest].usd
                 continue
             first = episode.asked[0]
-            final = episode.escalate_to if up and episode.escalate_to is not None else first
-            correct += outcomes[final.model].correct
-            usd += final.usd(outcomes[final.model]) + (first.usd(outcomes[first.model]) if final != first else 0.0)
-            strong += STRONG in (first.model, final.model)
+            route = [first] if target is None or target == first else [first, target]
+            correct += outcomes[route[-1].recorded].correct
+            usd += sum(worker.usd(outcomes[worker.recorded]) for worker in route)
+            calls += len(route)
+            for recorded in {worker.recorded for worker in route}:
+                asked[recorded] = asked.get(recorded, 0) + 1
         count = len(self.episodes)
-        return Point(strong_share=strong / count, accuracy=correct / count, usd_per_question=usd / count)
+        shares = {recorded: times / count for recorded, times in asked.items()}
+        return Point(correct / count, usd / count, shares, calls / count)
 
 
 def read_orchestrator(
-    name: str, run_dir: str | Path, items: Sequence[RoutingItem], prices: PriceCatalog | None = None
+    name: str, run_dir: str | Path, data: RoutingSet, items: Sequence[RoutingItem], prices: PriceCatalog | None = None
 ) -> OrchestratorRun:
-    """The evaluated orchestrator in ``run_dir`` (a ``podium eval`` run of a route-policy system over replay
-    workers, on a tasks file of ``podium routing tasks``, under the sheet ``prices``) on ``items``, matched by
-    item id."""
+    """The evaluated orchestrator in ``run_dir`` (a ``podium eval`` run of an escalate-policy system over replay
+    workers, on tasks of the recording, under the sheet ``prices``) on ``items``, matched by task id."""
     manifest, records = load_run(run_dir)
-    workers = replay_workers(manifest.system_config.get("pool"), Path(run_dir), prices)
+    workers = replay_workers(manifest.system_config, Path(run_dir), data, prices)
     by_id = {item.item.id: item for item in items}
     episodes = [episode(record, by_id[record.item_id], workers) for record in records if record.item_id in by_id]
     if not episodes:
-        raise ValueError(f"{run_dir}: none of its {len(records)} results is an item of the routing split")
-    return OrchestratorRun(name, episodes)
+        raise ValueError(f"{run_dir}: none of its {len(records)} results is a task of the recording's split")
+    means = {w: sum(e.item.outcomes[w].usd for e in episodes) / len(episodes) for w in data.workers}
+    return OrchestratorRun(name, episodes, max(means, key=means.__getitem__), list(workers.values()))
 
 
-def replay_workers(pool: object, run_dir: Path, prices: PriceCatalog | None = None) -> dict[str, Worker]:
-    """Worker label → replay worker, from the system config's pool (a path or an inline pool), priced as
-    ``podium eval`` prices it under the sheet ``prices``."""
-    if isinstance(pool, str):
-        config = load_pool_config(pool)
-    elif isinstance(pool, dict):
-        config = PoolConfig.from_dict(pool, source=f"{run_dir} system pool")
-    else:
-        raise ValueError(f"{run_dir}: the system config names no pool of replay workers")
+def replay_workers(
+    system: dict[str, Any], source: Path, data: RoutingSet, prices: PriceCatalog | None = None
+) -> dict[str, Worker]:
+    """Worker label → each replay worker of a system config's pool (a path or an inline pool, its ``replay``
+    recording applied), with the recorded worker of ``data`` it stands for, priced as ``podium eval`` prices it
+    under the sheet ``prices``."""
+    if system.get("pool") is None:
+        raise ValueError(f"{source}: the system config names no pool of replay workers")
+    config = SystemConfig.from_dict({"pool": system["pool"], "replay": system.get("replay")},
+                                    source=f"{source} system").pool_config()  # fmt: skip
     price = worker_prices(config, prices)
-    return {w.name: Worker(w.name, w.model, price[w.name]) for w in config.workers if w.backend == "replay"}
+    by_model: dict[str, list[str]] = {}
+    for recorded in data.workers.values():
+        by_model.setdefault(recorded.model, []).append(recorded.name)
+    workers = {}
+    for worker in config.workers:
+        if worker.backend != "replay":
+            continue
+        recorded = None
+        if worker.name in data.workers and Path(worker.path or "").is_dir():
+            recorded = worker.name
+        elif len(by_model.get(worker.model, [])) == 1:
+            recorded = by_model[worker.model][0]
+        workers[worker.name] = Worker(worker.name, recorded, price[worker.name])
+    return workers
 
 
 def episode(record: EvalRecord, item: RoutingItem, workers: dict[str, Worker]) -> Episode:
@@ -156,19 +182,12 @@ def episode(record: EvalRecord, item: RoutingItem, workers: dict[str, Worker]) -
     escalation, escalate_to = None, None
     for turn in trajectory.turns:
         if turn.choice_probs and ACCEPT in turn.choice_probs:
-            others = {word: p for word, p in turn.choice_probs.items() if word != ACCEPT}
+            others = {word: p for word, p in turn.choice_probs.items() if word != ACCEPT and word in workers}
             if others:
                 escalation = 1.0 - turn.choice_probs[ACCEPT] / sum(turn.choice_probs.values())
-                escalate_to = replay_worker(workers, max(others, key=others.__getitem__), record.item_id)
+                escalate_to = workers[max(others, key=others.__getitem__)]
             break
-    return Episode(
-        item,
-        asked,
-        escalation,
-        escalate_to,
-        bool(record.verdict.correct),
-        trajectory.usage.usd,
-    )
+    return Episode(item, asked, escalation, escalate_to, bool(record.verdict.correct), trajectory.usage.usd)
 
 
 def replay_worker(workers: dict[str, Worker], label: str, item_id: str) -> Worker:

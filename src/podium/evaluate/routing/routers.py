@@ -1,189 +1,181 @@
-"""Router baselines in RouteLLM's setting: each gives every question a score (higher: more in need of the strong
-model) and calls the strong model when the score passes a threshold; sweeping the threshold traces the router's
-cost-accuracy curve. The learned ones see the train split only.
+"""The routers' cost–quality curves on a recording's test tasks: each router, fitted on the train tasks, traced over
+every setting of its knob (every operating point it can reach), and the single points of the baselines.
 
-- ``random``: a seeded uniform score (its curve is the diagonal, APGR ≈ 0.5);
-- ``knn``: the k most similar train questions (cosine of MiniLM embeddings); the score is their mean of
-  strong-correct minus weak-correct (RouteLLM's similarity-weighted idea without the Elo);
-- ``logreg``: a small classifier, L2-regularised logistic regression on the MiniLM embedding, predicting that
-  the weak model fails; the score is that probability.
-- ``cascade``: a cascade (FrugalGPT's idea): the weak model always answers, then logistic regression on features
-  of its *reply* (a final ``####`` line present, its length, ``<<a=b>>`` calculator annotations whose
-  arithmetic is wrong) predicts that it failed, and the strong model is called above the threshold. It pays for
-  the weak call on every question; it shows how much the weak reply tells an orchestrator that reads it.
-- ``cascade_checks``: the same cascade, its logistic regression on what the ``check_arithmetic`` tool reports
-  about the weak reply (wrong calculations, a missing, unmarked, fractional or uncomputed final answer, hedging):
-  the observation the trained orchestrator reads, so the two compare a learned 135M model with a linear model on
-  the same evidence.
+- each worker alone (``always_NAME``), and the ``oracle``: per task the cheapest worker that is right (the cheapest
+  worker where none is);
+- ``random``: a seeded uniform score per task; the top-scored tasks go to the best worker on the train tasks, the
+  rest to the cheapest (the diagonal between them: APGR ≈ 0.5);
+- question routers (``knn``, ``logreg``, ``mf``): the worker of the highest predicted accuracy less
+  ``cost_weight`` times its mean train cost, over every ``cost_weight`` (:mod:`podium.routers.decide`); with two
+  workers this is a threshold on the difference of their predicted accuracies;
+- cascades (``cascade``, ``cascade_checks``): from the cheapest worker up, escalate while the reply's probability of
+  being wrong is above a threshold, over every threshold; a cascade pays for every worker it asked.
 
-``always_weak``, ``always_strong`` and ``oracle`` (strong exactly when it is right and the weak model is not)
-are single operating points.
+Priced points place the routers whose scores are probabilities where a reward and a price sheet put them
+(:mod:`podium.evaluate.routing.priced`).
 """
 
-import re
+import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from podium.evaluate.routing.data import STRONG, WEAK, RoutingItem
 from podium.evaluate.routing.metrics import Point
-from podium.pool.builtin.arithmetic import check_text, evaluate
+from podium.routers.checks import verify_checks
+from podium.routers.data import RoutingItem, RoutingSet, mean_costs
+from podium.routers.decide import cascade_stop, cheapest_first, choose
+from podium.routers.fit import fit_router
+from podium.routers.models import CASCADES, QUESTION_ROUTERS, CascadeRouter, FittedRouter, QuestionRouter, RouterKind
 
-LEARNED_ROUTERS = ("knn", "logreg", "cascade", "cascade_checks")
-"""The routers trained on the train split."""
+Route = Sequence[str]
+"""The workers asked on one task, in order; the last one answers."""
 
 
-def operating_point(items: Sequence[RoutingItem], strong: Sequence[bool], cascade: bool = False) -> Point:
-    """The point reached by calling the strong model on the questions flagged in ``strong`` (with ``cascade``,
-    after the weak model, whose cost is then paid on every question)."""
-    chosen = [item.outcomes[STRONG if flag else WEAK] for item, flag in zip(items, strong, strict=True)]
+def operating_point(items: Sequence[RoutingItem], routes: Sequence[Route]) -> Point:
+    """The point reached by asking each task's ``route`` (every worker of it paid, the last one answering)."""
     count = len(items)
-    weak_first = sum(item.outcomes[WEAK].usd for item, flag in zip(items, strong, strict=True) if flag and cascade)
+    asked: dict[str, int] = {}
+    for route in routes:
+        for name in set(route):
+            asked[name] = asked.get(name, 0) + 1
+    pairs = list(zip(items, routes, strict=True))
     return Point(
-        strong_share=sum(strong) / count,
-        accuracy=sum(outcome.correct for outcome in chosen) / count,
-        usd_per_question=(sum(outcome.usd for outcome in chosen) + weak_first) / count,
+        accuracy=sum(item.outcomes[route[-1]].correct for item, route in pairs) / count,
+        usd_per_question=sum(item.outcomes[name].usd for item, route in pairs for name in route) / count,
+        shares={name: times / count for name, times in asked.items()},
+        calls_per_question=sum(len(route) for route in routes) / count,
     )
 
 
-def sweep(items: Sequence[RoutingItem], scores: Sequence[float], cascade: bool = False) -> list[Point]:
-    """Every operating point of a thresholded score: strong for the top 0, 1, … n scores (ties together)."""
-    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
-    ranked = np.asarray(scores, dtype=float)[order]
-    points = [operating_point(items, [False] * len(items), cascade)]
-    flags = [False] * len(items)
-    for position, index in enumerate(order):
-        flags[int(index)] = True
-        last_of_tie = position + 1 == len(order) or ranked[position + 1] != ranked[position]
-        if last_of_tie:
-            points.append(operating_point(items, flags, cascade))
+def distinct_points(items: Sequence[RoutingItem], assignments: Sequence[Sequence[Route]]) -> list[Point]:
+    """The operating points of ``assignments`` (one route per task each), each distinct assignment once."""
+    seen: set[tuple[tuple[str, ...], ...]] = set()
+    points = []
+    for routes in assignments:
+        key = tuple(tuple(route) for route in routes)
+        if key not in seen:
+            seen.add(key)
+            points.append(operating_point(items, routes))
     return points
 
 
-def oracle_flags(items: Sequence[RoutingItem]) -> list[bool]:
-    """Strong exactly where it is right and the weak model is wrong."""
-    return [item.outcomes[STRONG].correct and not item.outcomes[WEAK].correct for item in items]
+def knob_values(breakpoints: np.ndarray) -> list[float]:
+    """One value of a knob inside every interval its ``breakpoints`` make, and one beyond each end; breakpoints
+    within 1e-9 of each other (the same in exact arithmetic, apart in floating point) count as one."""
+    values = np.sort(breakpoints[np.isfinite(breakpoints)])
+    merged: list[float] = []
+    for value in values:
+        if not merged or value - merged[-1] > 1e-9 * max(1.0, abs(value)):
+            merged.append(float(value))
+    if not merged:
+        return [0.0]
+    inner = [(low + high) / 2 for low, high in itertools.pairwise(merged)]
+    return [merged[0] - 1.0, *inner, merged[-1] + 1.0]
 
 
-def random_scores(count: int, seed: int = 0) -> list[float]:
-    """Uniform scores from a seeded generator."""
-    return np.random.default_rng(seed).random(count).tolist()
+def weight_sweep(items: Sequence[RoutingItem], workers: Sequence[str], quality: np.ndarray,
+                 costs: Sequence[float]) -> list[Point]:  # fmt: skip
+    """Every operating point of a question router: ``choose`` at each cost weight between its breakpoints."""
+    cost = np.asarray(costs, dtype=float)
+    apart = cost[:, None] - cost[None, :] > 0
+    crossings = (quality[:, :, None] - quality[:, None, :])[:, apart] / (cost[:, None] - cost[None, :])[apart]
+    assignments = [[(workers[i],) for i in choose(quality, cost, weight)] for weight in knob_values(crossings.ravel())]
+    return distinct_points(items, assignments)
 
 
-def gain(items: Sequence[RoutingItem]) -> np.ndarray:
-    """Per item: strong-correct minus weak-correct (1, 0 or −1)."""
-    return np.array([int(i.outcomes[STRONG].correct) - int(i.outcomes[WEAK].correct) for i in items], dtype=float)
+def cascade_sweep(items: Sequence[RoutingItem], router: CascadeRouter) -> list[Point]:
+    """Every operating point of a cascade: its stop at each threshold between the replies' probabilities."""
+    wrong = cascade_probabilities(items, router)
+    assignments = []
+    for threshold in knob_values(wrong.ravel()):
+        stops = [cascade_stop(row, threshold) for row in wrong]
+        assignments.append([tuple(router.workers[: stop + 1]) for stop in stops])
+    return distinct_points(items, assignments)
 
 
-def knn_scores(train: np.ndarray, train_gain: np.ndarray, queries: np.ndarray, k: int = 20) -> list[float]:
-    """Mean ``train_gain`` of the ``k`` most similar train rows (rows L2-normalised: inner product = cosine)."""
-    similarity = queries @ train.T
-    nearest = np.argsort(-similarity, axis=1)[:, :k]
-    return train_gain[nearest].mean(axis=1).tolist()
+def cascade_probabilities(items: Sequence[RoutingItem], router: CascadeRouter) -> np.ndarray:
+    """P(reply wrong) of each level but the last (columns) on each task (rows)."""
+    columns = [router.wrong(level, [item.outcomes[name].response or "" for item in items])
+               for level, name in enumerate(router.workers[:-1])]  # fmt: skip
+    return np.stack(columns, axis=1)
 
 
-def fit_logreg(features: np.ndarray, labels: np.ndarray, *, l2: float = 1.0, steps: int = 50) -> np.ndarray:
-    """Weights (bias last) of L2-regularised logistic regression, fitted to convergence by Newton's method (the
-    bias is not regularised); ``steps`` bounds the iterations."""
-    x = np.hstack([features, np.ones((len(features), 1))])
-    penalty = l2 * np.diag(np.r_[np.ones(x.shape[1] - 1), 0.0])
-    weights = np.zeros(x.shape[1])
-    for _ in range(steps):
-        probability = 1.0 / (1.0 + np.exp(-(x @ weights)))
-        gradient = x.T @ (probability - labels) + penalty @ weights
-        hessian = (x * (probability * (1.0 - probability))[:, None]).T @ x + penalty + 1e-9 * np.eye(x.shape[1])
-        update = np.linalg.solve(hessian, gradient)
-        weights -= update
-        if np.abs(update).max() < 1e-8:
-            break
-    return weights
+def oracle_routes(items: Sequence[RoutingItem], workers: Sequence[str]) -> list[Route]:
+    """Per task, the cheapest worker that is right (the cheapest worker where none is)."""
+    routes = []
+    for item in items:
+        by_cost = sorted(workers, key=lambda name: item.outcomes[name].usd)
+        routes.append((next((name for name in by_cost if item.outcomes[name].correct), by_cost[0]),))
+    return routes
 
 
-def logreg_scores(weights: np.ndarray, features: np.ndarray) -> list[float]:
-    """Predicted probabilities under ``weights``."""
-    x = np.hstack([features, np.ones((len(features), 1))])
-    return (1.0 / (1.0 + np.exp(-(x @ weights)))).tolist()
+def random_sweep(items: Sequence[RoutingItem], cheapest: str, best: str, seed: int = 0) -> list[Point]:
+    """The random router's points: the top-k of seeded uniform scores to ``best``, the rest to ``cheapest``."""
+    scores = np.random.default_rng(seed).random(len(items))
+    order = np.argsort(-scores, kind="stable")
+    chosen = [cheapest] * len(items)
+    assignments = [[(name,) for name in chosen]]
+    for index in order:
+        chosen[int(index)] = best
+        assignments.append([(name,) for name in chosen])
+    return distinct_points(items, assignments)
 
 
-_CALC = re.compile(r"<<([^=<>]+)=([^<>]+)>>")
+@dataclass
+class RouterCurves:
+    """Every router's curve on the test tasks, and the fitted routers (for their priced points)."""
+
+    curves: dict[str, list[Point]]
+    fitted: dict[str, FittedRouter] = field(default_factory=dict)
+    vectors: np.ndarray | None = None
+    """The test questions' embeddings (question routers' input)."""
 
 
-def reply_features(reply: str) -> list[float]:
-    """What the weak reply shows: a ``####`` final line, its length (log chars), wrong calculator annotations."""
-    wrong = 0
-    for expression, result in _CALC.findall(reply):
-        try:
-            wrong += abs(evaluate(expression) - float(result.replace(",", ""))) > 1e-6
-        except ValueError:
-            continue
-    return [float("####" in reply), float(np.log1p(len(reply))) / 8.0, float(min(wrong, 3))]
-
-
-def cascade_scores(
-    train: Sequence[RoutingItem], test: Sequence[RoutingItem], features: Callable[[str], list[float]] = reply_features
-) -> list[float]:
-    """Probability that the weak reply is wrong, by logistic regression on ``features`` of it (train split)."""
-    x = np.array([features(item.outcomes[WEAK].response or "") for item in train])
-    labels = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
-    weights = fit_logreg(x, labels, l2=0.1)
-    return logreg_scores(weights, np.array([features(item.outcomes[WEAK].response or "") for item in test]))
-
-
-def check_features(reply: str) -> list[float]:
-    """What ``check_arithmetic`` reports about a reply, as numbers."""
-    return check_text(reply).features()
-
-
-@dataclass(frozen=True)
-class Scores:
-    """A router's score of each test question."""
-
-    values: list[float]
-    cascade: bool = False
-    """Whether the weak model answers first (a cascade pays for its call on every question)."""
-    probability: bool = False
-    """Whether the score is the probability that the weak model fails, so that a price sheet's break-even
-    probability places it (:mod:`podium.evaluate.routing.priced`)."""
-
-
-def router_scores(
+def router_curves(
+    data: RoutingSet,
     train: Sequence[RoutingItem],
     test: Sequence[RoutingItem],
-    train_vectors: np.ndarray,
-    test_vectors: np.ndarray,
     *,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    kinds: Sequence[RouterKind] | None = None,
     seed: int = 0,
-) -> dict[str, Scores]:
-    """Every thresholded router's scores on ``test``, the learned ones fitted on ``train``; the cascades only where
-    the weak model's replies are recorded (not in an outcome-only recording)."""
-    weak_fails = np.array([not item.outcomes[WEAK].correct for item in train], dtype=float)
-    scores = {
-        "random": Scores(random_scores(len(test), seed)),
-        "knn": Scores(knn_scores(train_vectors, gain(train), test_vectors)),
-        "logreg": Scores(logreg_scores(fit_logreg(train_vectors, weak_fails), test_vectors), probability=True),
-    }
-    if all(item.outcomes[WEAK].response is not None for item in (*train, *test)):
-        scores["cascade"] = Scores(cascade_scores(train, test), cascade=True, probability=True)
-        scores["cascade_checks"] = Scores(cascade_scores(train, test, check_features), cascade=True, probability=True)
-    return scores
+) -> RouterCurves:
+    """The single workers, the oracle, random and every router of ``kinds`` (default: every one the recording
+    allows: cascades need recorded replies, ``cascade_checks`` a verify tool for the tasks' kind), fitted on
+    ``train`` and traced on ``test``."""
+    workers = list(data.workers)
+    train_costs = mean_costs(train, workers)
+    cheapest = workers[int(cheapest_first(train_costs)[0])]
+    best = max(
+        workers, key=lambda name: (sum(i.outcomes[name].correct for i in train), -train_costs[workers.index(name)])
+    )
+    curves = {f"always_{name}": [operating_point(test, [(name,)] * len(test))] for name in workers}
+    curves["oracle"] = [operating_point(test, oracle_routes(test, workers))]
+    curves["random"] = random_sweep(test, cheapest, best, seed)
+    result = RouterCurves(curves)
+    for kind in kinds if kinds is not None else available_routers(data):
+        if kind in QUESTION_ROUTERS:
+            if result.vectors is None:
+                train_vectors, result.vectors = embed([i.question for i in train]), embed([i.question for i in test])
+            router = fit_router(kind, train, workers, data.answer_kind, vectors=train_vectors)
+            assert isinstance(router, QuestionRouter)
+            curves[kind] = weight_sweep(test, workers, router.quality(result.vectors), router.costs)
+        else:
+            router = fit_router(kind, train, workers, data.answer_kind)
+            assert isinstance(router, CascadeRouter)
+            curves[kind] = cascade_sweep(test, router)
+        result.fitted[kind] = router
+    return result
 
 
-def router_curves(test: Sequence[RoutingItem], scores: dict[str, Scores]) -> dict[str, list[Point]]:
-    """The single operating points of always-weak, always-strong and the oracle, then every router's sweep."""
-    return {
-        "always_weak": [operating_point(test, [False] * len(test))],
-        "always_strong": [operating_point(test, [True] * len(test))],
-        "oracle": [operating_point(test, oracle_flags(test))],
-        **{name: sweep(test, score.values, score.cascade) for name, score in scores.items()},
-    }
-
-
-def priced_points(test: Sequence[RoutingItem], scores: dict[str, Scores], breakeven: float) -> dict[str, Point]:
-    """Each probability router's operating point when it calls the strong model where its score exceeds
-    ``breakeven``."""
-    return {
-        name: operating_point(test, [value > breakeven for value in score.values], score.cascade)
-        for name, score in scores.items()
-        if score.probability
-    }
+def available_routers(data: RoutingSet) -> list[RouterKind]:
+    """The routers a recording supports: every question router; the cascade where replies are recorded; the
+    checked cascade where the tasks' kind also has a verify tool."""
+    kinds: list[RouterKind] = list(QUESTION_ROUTERS)
+    replies = all(outcome.response is not None for item in data.items for outcome in item.outcomes.values())
+    if replies:
+        kinds.append("cascade")
+        if verify_checks("", data.answer_kind) is not None:
+            kinds.append("cascade_checks")
+    return [kind for kind in kinds if kind in QUESTION_ROUTERS or kind in CASCADES]
