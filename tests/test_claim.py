@@ -75,14 +75,14 @@ def test_claim_sweep_evaluates_the_grpo_adapter_under_each_sheet(tmp_path) -> No
     )  # fmt: skip
     printed = [json.loads(line) for line in lines if line.startswith("{")]
     cheap, dear = (json.loads((tmp_path / "out" / sheet / "results.json").read_text()) for sheet in sheets)
-    assert sorted(printed, key=lambda result: result["usd_per_question"]["always_strong"]) == [cheap, dear]
+    assert sorted(printed, key=lambda result: result["usd_per_question"]["always_gpt4"]) == [cheap, dear]
     assert cheap["n_test"] == dear["n_test"] == 2
     assert "orchestrator_grpo" in cheap["strong_share"] and "orchestrator_sft" not in cheap["strong_share"]
     # Only GPT-4's price differs between the sheets: always-strong costs 2.8 / 0.35 = 8 times as much, always-weak
     # the same.
     usd = [result["usd_per_question"] for result in (cheap, dear)]
-    assert usd[1]["always_strong"] == pytest.approx(8 * usd[0]["always_strong"], rel=1e-3)
-    assert usd[1]["always_weak"] == usd[0]["always_weak"]
+    assert usd[1]["always_gpt4"] == pytest.approx(8 * usd[0]["always_gpt4"], rel=1e-3)
+    assert usd[1]["always_mixtral"] == usd[0]["always_mixtral"]
     # The dearer strong model raises the break-even probability, and the priced orchestrator calls it no more often.
     assert cheap["breakeven"] < dear["breakeven"]
     shares = [result["strong_share"]["orchestrator_grpo_priced"] for result in (cheap, dear)]

@@ -77,6 +77,27 @@ def references(items: Sequence[RoutingItem], workers: Sequence[str]) -> dict[str
     return chosen
 
 
+def metric_row(
+    points: list[Point], point: Point, reference: Mapping[str, Reference], curves_defined: bool
+) -> dict[str, float | None]:
+    """One system's metrics: the cost curve's where ``curves_defined``, RouteLLM's where two workers differ in
+    accuracy, and its chosen point's accuracy, spend and calls."""
+    row: dict[str, float | None] = dict.fromkeys(METRICS)
+    if curves_defined:
+        cheapest, best = reference["cheapest"], reference["best"]
+        row |= {"cost_apgr": cost_apgr(points, cheapest, best), "cost_cpt50": cost_cpt(points, cheapest, best, 0.5),
+                "cost_cpt80": cost_cpt(points, cheapest, best, 0.8)}  # fmt: skip
+    if "strong" in reference and reference["strong"].accuracy > reference["weak"].accuracy:
+        weak, strong = reference["weak"], reference["strong"]
+        row |= {"apgr": apgr(points, weak, strong), "cpt50": cpt(points, weak, strong, 0.5),
+                "cpt80": cpt(points, weak, strong, 0.8)}  # fmt: skip
+    row |= {"accuracy": point.accuracy, "usd_per_question": point.usd_per_question,
+            "calls_per_question": point.calls_per_question}  # fmt: skip
+    if "strong" in reference:
+        row["strong_share"] = point.share(reference["strong"].name)
+    return row
+
+
 def compare(
     routers: Mapping[str, list[Point]],
     orchestrators: Sequence[OrchestratorRun],
@@ -123,22 +144,7 @@ def compare(
             "and cost_cpt (the cost curve from the cheapest worker to the best)"
         )
     for name, (points, point) in rows.items():
-        row: dict[str, float | None] = dict.fromkeys(METRICS)
-        if gap and spend:
-            row |= {
-                "cost_apgr": cost_apgr(points, reference["cheapest"], reference["best"]),
-                "cost_cpt50": cost_cpt(points, reference["cheapest"], reference["best"], 0.5),
-                "cost_cpt80": cost_cpt(points, reference["cheapest"], reference["best"], 0.8),
-            }
-        if two and reference["strong"].accuracy > reference["weak"].accuracy:
-            weak, strong = reference["weak"], reference["strong"]
-            row |= {"apgr": apgr(points, weak, strong), "cpt50": cpt(points, weak, strong, 0.5),
-                    "cpt80": cpt(points, weak, strong, 0.8)}  # fmt: skip
-        row |= {"accuracy": point.accuracy, "usd_per_question": point.usd_per_question,
-                "calls_per_question": point.calls_per_question}  # fmt: skip
-        if two:
-            row["strong_share"] = point.share(reference["strong"].name)
-        for metric, value in row.items():
+        for metric, value in metric_row(points, point, reference, curves_defined=gap and spend).items():
             comparison.table[metric][name] = (
                 None if value is None else round(value, 6 if metric == "usd_per_question" else 4)
             )
