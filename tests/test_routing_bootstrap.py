@@ -82,7 +82,10 @@ def test_fewer_tasks_give_wider_intervals_and_a_seed_repeats_them() -> None:
 
     def width(count: int, seed: int = 0) -> float:
         points = {"cascade": cascade_flags(items[:count], scores[:count])}
-        low, high = bootstrap(points, items[:count], ROLES, {}, resamples=300, seed=seed).intervals["apgr"]["cascade"]
+        table = compare(points, [], items[:count], ["w", "s"]).table
+        low, high = bootstrap(points, items[:count], ROLES, table, resamples=300, seed=seed).intervals["apgr"][
+            "cascade"
+        ]
         return high - low
 
     assert width(60) > 2 * width(600)  # about √10 wider
@@ -115,3 +118,10 @@ def test_routing_compare_prints_every_curves_interval(tmp_path) -> None:
         assert low <= table["apgr"][system] <= high
     result = CliRunner().invoke(app, [*command, "--bootstrap", "0"])
     assert result.exit_code == 0 and "bootstrap" not in json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_a_metric_undefined_on_the_whole_split_has_no_interval() -> None:
+    points = {"cascade": cascade_flags(ITEMS, [0.1, 0.9, 0.5, 0.2])}
+    table = compare(points, [], ITEMS, ["w", "s"]).table  # both workers right on half of the four: no gap
+    assert table["apgr"]["cascade"] is None
+    assert bootstrap(points, ITEMS, ROLES, table, resamples=50, seed=0).intervals == {}

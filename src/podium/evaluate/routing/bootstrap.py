@@ -165,8 +165,8 @@ def bootstrap(
 ) -> Bootstrap:
     """The intervals of each curve's metrics over ``resamples`` resamples of ``items`` (drawn from ``seed``), and
     the paired differences of ``pair``; ``roles`` names the reference workers (role → worker) and
-    ``point_estimates`` (metric → system → value) the metrics on the whole split, which a paired difference
-    reports beside its interval."""
+    ``point_estimates`` (metric → system → value) the metrics on the whole split: a metric undefined there gets no
+    interval, and a paired difference reports the difference of the two beside its interval."""
     weights = resample_weights(len(items), resamples, seed)
     references = References.of(items, roles)
     strong = roles.get("strong")
@@ -176,6 +176,8 @@ def bootstrap(
     intervals: dict[str, dict[str, tuple[float, float]]] = {}
     for name, metrics in samples.items():
         for metric, values in metrics.items():
+            if point_estimates.get(metric, {}).get(name) is None:
+                continue  # undefined on the whole split: no interval, whatever some resamples say
             undefined |= np.isnan(values)
             if not np.all(np.isnan(values)):
                 low, high = np.nanpercentile(values, [2.5, 97.5])
