@@ -125,3 +125,13 @@ def test_a_metric_undefined_on_the_whole_split_has_no_interval() -> None:
     table = compare(points, [], ITEMS, ["w", "s"]).table  # both workers right on half of the four: no gap
     assert table["apgr"]["cascade"] is None
     assert bootstrap(points, ITEMS, ROLES, table, resamples=50, seed=0).intervals == {}
+
+
+def test_a_gap_closed_but_for_float_rounding_leaves_the_resample_undefined() -> None:
+    # drawn 1, 2, 3 and 4 times of 10: the strong worker right on 0.1 + 0.2, the weak one on 0.3, equal but for
+    # rounding (0.30000000000000004); dividing by that gap of 6e-17 gave an APGR of 1e15
+    items = [item(0, w=False, s=True), item(1, w=False, s=True), item(2, w=True, s=False), item(3, w=False, s=False)]
+    weights = np.array([[1, 2, 3, 4]]) / 10
+    metrics = resampled_metrics(CurveTasks.of(cascade_flags(items, [0.9, 0.8, 0.1, 0.2]), "s"),
+                                References.of(items, ROLES), weights)  # fmt: skip
+    assert all(np.isnan(metrics[metric][0]) for metric in ("apgr", "cpt50", "cpt80", "cost_apgr"))

@@ -92,10 +92,12 @@ def resampled_metrics(curve: CurveTasks, references: References, weights: np.nda
     mean = {role: weights @ values for role, values in references.correct.items()}
     cost = {role: weights @ values for role, values in references.usd.items()}
     results = {metric: np.full(len(weights), np.nan) for metric in CURVE_METRICS}
+    # a resample's accuracies are multiples of 1 / tasks: a gap below half of that is a tie left by float rounding
+    tie = 0.5 / weights.shape[1]
     if curve.strong is not None and "weak" in mean:
         shares = weights @ curve.strong.T
         gap = mean["strong"] - mean["weak"]
-        for row in np.flatnonzero(gap > 0):
+        for row in np.flatnonzero(gap > tie):
             line = share_curve(shares[row], (accuracy[row] - mean["weak"][row]) / gap[row])
             results["apgr"][row] = area(line)
             results["cpt50"][row], results["cpt80"][row] = reach(line, 0.5), reach(line, 0.8)
@@ -104,7 +106,7 @@ def resampled_metrics(curve: CurveTasks, references: References, weights: np.nda
             del results[metric]
     spend = weights @ curve.usd.T
     gap, span = mean["best"] - mean["cheapest"], cost["best"] - cost["cheapest"]
-    for row in np.flatnonzero((gap > 0) & (span > 0)):
+    for row in np.flatnonzero((gap > tie) & (span > 0)):
         line = spend_frontier((spend[row] - cost["cheapest"][row]) / span[row],
                               (accuracy[row] - mean["cheapest"][row]) / gap[row])  # fmt: skip
         results["cost_apgr"][row] = frontier_area(line)
