@@ -97,7 +97,7 @@ def price(input_per_mtok: float) -> ModelPrice:
 class FixedCascade(CascadeRouter):
     """A cascade over (w, s) whose probabilities of a wrong reply are given, by the reply's text."""
 
-    def wrong(self, level: int, replies: list[str], questions: list[str]) -> np.ndarray:
+    def wrong(self, level: int, replies: list[str]) -> np.ndarray:
         return np.array([self.params["wrong"][reply] for reply in replies])
 
 

@@ -62,9 +62,9 @@ class RouterBackend(ChatBackend):
         last = asked[-1] if asked else None
         reply = None if last is None else observed_reply(messages[-1].content, last)
         if last is not None and reply is not None:
-            if not isinstance(self.router, CascadeRouter):
-                return self._say(ACCEPT)
-            return self._escalation(last, reply, _task(messages, len(asked)), offered)
+            return (
+                self._escalation(last, reply, offered) if isinstance(self.router, CascadeRouter) else self._say(ACCEPT)
+            )
         # the first turn, or the last call failed: the router's next choice answers, where there is one
         preferred = await self._preference(_task(messages, len(asked)))
         return self._say(next((worker for worker in preferred if worker in offered), ACCEPT))
@@ -95,14 +95,14 @@ class RouterBackend(ChatBackend):
         after = self.router.workers[self.router.workers.index(last) + 1 :]
         return next((worker for worker in after if worker in offered), None)
 
-    def _escalation(self, last: str, reply: str, question: str, offered: list[str]) -> Completion:
-        """A cascade's decision after ``last``'s reply to ``question``."""
+    def _escalation(self, last: str, reply: str, offered: list[str]) -> Completion:
+        """A cascade's decision after ``last``'s reply."""
         assert isinstance(self.router, CascadeRouter)
         level = self.router.workers.index(last)
         following = self._next(last, offered)
         if following is None or level >= len(self.thresholds):
             return self._say(ACCEPT)
-        wrong = float(self.router.wrong(level, [reply], [question])[0])
+        wrong = float(self.router.wrong(level, [reply])[0])
         word = following if wrong > self.thresholds[level] else ACCEPT
         return self._say(word, {ACCEPT: 1.0 - wrong, following: wrong})
 

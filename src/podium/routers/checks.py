@@ -4,8 +4,8 @@
 answer its verifier would extract), its length, and hedging ("not sure", "probably", "assuming"…); then what the kind
 adds — for maths the calculations whose stated result is wrong, for multiple choice how many different options the
 reply names, for code whether the code parses. ``verify_checks`` are what a pool's verify tool reports on a reply
-read against its question (``check_arithmetic`` for maths: the report the trained orchestrator reads), for the
-cascade that sees the same evidence as the orchestrator; kinds without such a tool have none.
+(``check_arithmetic`` for maths: the report the trained orchestrator reads), for the cascade that sees the same
+evidence as the orchestrator; kinds without such a tool have none.
 """
 
 import ast
@@ -44,12 +44,11 @@ def reply_checks(reply: str, kind: VerifierKind) -> list[float]:
     return [float(bool(_STATED.search(text))), *common]
 
 
-def verify_checks(reply: str, kind: VerifierKind, question: str | None = None) -> list[float] | None:
-    """What the verify tool of ``kind`` reports on the reply, read against the ``question`` it answers, as numbers
-    (None: the kind has no such tool)."""
+def verify_checks(reply: str, kind: VerifierKind) -> list[float] | None:
+    """What the verify tool of ``kind`` reports on the reply, as numbers (None: the kind has no such tool)."""
     if kind != "math":
         return None
-    return check_text(reply.strip()[:MAX_CHARS], question).features()
+    return check_text(reply.strip()[:MAX_CHARS]).features()
 
 
 def _parses(code: str) -> bool:

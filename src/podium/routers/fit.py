@@ -58,8 +58,7 @@ def fit_router(
         replies = [[item.outcomes[name].response or "" for name in chain] for item in train]
         correct = np.array([[item.outcomes[name].correct for name in chain] for item in train])
         cascade: type[CascadeRouter] = ROUTER_CLASSES[kind]  # type: ignore[assignment]
-        questions = [item.question for item in train]
-        return cascade.fit(chain, chain_costs, answer_kind, questions, replies, correct, **params)
+        return cascade.fit(chain, chain_costs, answer_kind, replies, correct, **params)
     if vectors is None:
         vectors = embed([item.question for item in train])
     correct = np.array([[item.outcomes[name].correct for name in workers] for item in train])

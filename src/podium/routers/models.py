@@ -12,9 +12,8 @@ L2-normalised, so an inner product is a cosine):
 
 A cascade asks its workers in order (by default from the cheapest) and predicts, from a reply's checks
 (:mod:`podium.routers.checks`), the probability that the reply is wrong: one logistic regression per worker but the
-last, on that worker's train replies. ``cascade`` reads the reply checks, ``cascade_checks`` the verify tool's report
-on the reply read against its question (for maths, ``check_arithmetic``'s: the evidence the trained orchestrator
-reads).
+last, on that worker's train replies. ``cascade`` reads the reply checks, ``cascade_checks`` also the verify tool's
+report (for maths, ``check_arithmetic``'s: the evidence the trained orchestrator reads).
 """
 
 import io
@@ -147,26 +146,24 @@ class CascadeRouter(FittedRouter):
     kind = "cascade"
 
     @classmethod
-    def fit(cls, workers: list[str], costs: np.ndarray, answer_kind: VerifierKind, questions: list[str],
-            replies: list[list[str]], correct: np.ndarray, l2: float = 0.1) -> "CascadeRouter":  # fmt: skip
-        """``replies[i][j]``: worker ``j``'s reply to train task ``i`` (``questions[i]``); ``correct`` likewise;
-        workers in order."""
+    def fit(cls, workers: list[str], costs: np.ndarray, answer_kind: VerifierKind, replies: list[list[str]],
+            correct: np.ndarray, l2: float = 0.1) -> "CascadeRouter":  # fmt: skip
+        """``replies[i][j]``: worker ``j``'s reply to train task ``i``; ``correct`` likewise; workers in order."""
         router = cls(workers, costs, answer_kind, {}, {"l2": l2})
-        levels, pairs = [], list(zip(replies, questions, strict=True))
+        levels = []
         for level in range(len(workers) - 1):
-            features = np.array([router.features(row[level], question) for row, question in pairs])
+            features = np.array([router.features(row[level]) for row in replies])
             levels.append(fit_logreg(features, (~correct[:, level].astype(bool)).astype(float), l2=l2))
         router.arrays = {"levels": np.stack(levels)}
         return router
 
-    def features(self, reply: str, question: str) -> list[float]:
-        """What this cascade reads of a reply to ``question``."""
+    def features(self, reply: str) -> list[float]:
+        """What this cascade reads of a reply."""
         return reply_checks(reply, self.answer_kind)
 
-    def wrong(self, level: int, replies: list[str], questions: list[str]) -> np.ndarray:
-        """P(reply wrong) for each of ``replies`` of the worker at ``level`` (not the last) to ``questions``."""
-        features = [self.features(reply, question) for reply, question in zip(replies, questions, strict=True)]
-        return logreg_probabilities(self.arrays["levels"][level], np.array(features))
+    def wrong(self, level: int, replies: list[str]) -> np.ndarray:
+        """P(reply wrong) for each of ``replies`` of the worker at ``level`` (not the last)."""
+        return logreg_probabilities(self.arrays["levels"][level], np.array([self.features(r) for r in replies]))
 
 
 class CheckedCascadeRouter(CascadeRouter):
@@ -174,8 +171,8 @@ class CheckedCascadeRouter(CascadeRouter):
 
     kind = "cascade_checks"
 
-    def features(self, reply: str, question: str) -> list[float]:
-        report = verify_checks(reply, self.answer_kind, question)
+    def features(self, reply: str) -> list[float]:
+        report = verify_checks(reply, self.answer_kind)
         if report is None:
             raise ConfigError(f"cascade_checks: tasks of kind {self.answer_kind} have no verify tool; use cascade")
         return report

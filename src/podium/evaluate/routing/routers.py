@@ -91,8 +91,7 @@ def cascade_sweep(items: Sequence[RoutingItem], router: CascadeRouter) -> list[P
 
 def cascade_probabilities(items: Sequence[RoutingItem], router: CascadeRouter) -> np.ndarray:
     """P(reply wrong) of each level but the last (columns) on each task (rows)."""
-    questions = [item.question for item in items]
-    columns = [router.wrong(level, [item.outcomes[name].response or "" for item in items], questions)
+    columns = [router.wrong(level, [item.outcomes[name].response or "" for item in items])
                for level, name in enumerate(router.workers[:-1])]  # fmt: skip
     return np.stack(columns, axis=1)
 

@@ -2,13 +2,10 @@
 
 A cheap model's worked answer usually shows its errors: a calculation whose stated result is wrong (``12 * 7 =
 94``, or a calculator annotation ``<<12*7=94>>``), no final answer, a final answer that is not a whole number
-where counts are asked for, a final answer that no calculation produced, hedging ("assuming", "however",
-"approximately"), second thoughts ("wait", "actually", "instead"), or a reply cut off mid-sentence. Read against
-the question it answers, as a careful grader reads it, a reply also shows the quantities of the question it never
-used, and the question shows its size (how many quantities, how many words) and whether it deals in percentages:
-the longer the question, the likelier a slip. The tool reads a reply (and the episode's question, where it runs in
-one) and reports exactly these findings in a fixed wording, so an orchestrator can decide to keep the reply or
-escalate; :func:`check_text` gives the same findings as data (the features a learned router reads).
+where counts are asked for, a final answer that no calculation produced, or hedging ("assuming", "however",
+"approximately"). The tool reads a reply and reports exactly these findings in a fixed wording, so an
+orchestrator can decide to keep the reply or escalate; :func:`check_text` gives the same findings as data (the
+features a learned router reads).
 
 Only ``+ - * /`` over decimal numbers are evaluated (by walking the parsed expression, never ``eval``), on text
 cut to :data:`MAX_CHARS`, so a hostile reply costs microseconds.
@@ -16,14 +13,12 @@ cut to :data:`MAX_CHARS`, so a hostile reply costs microseconds.
 
 import ast
 import itertools
-import math
 import operator
 import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from podium.core.answers import ANSWER_INSTRUCTIONS, extract_answer
-from podium.pool.context import current_episode
+from podium.core.answers import extract_answer
 from podium.pool.tool import Tool, ToolOutput, tool
 
 MAX_CHARS = 20_000
@@ -41,21 +36,6 @@ _HEDGES = re.compile(
     r"not enough|estimate\w*|round(?:ed|ing)?)\b",
     re.IGNORECASE,
 )
-_SECOND_THOUGHTS = re.compile(
-    r"\b(wait|actually|mistake|correct(?:ion|ed)?|re-?evaluate|instead|but since)\b", re.IGNORECASE
-)
-_ENDS_SENTENCE = re.compile(r"(?:####\s*\S.*|[.!?)\]}*%$\d\"'])\s*$")
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}\b")
-_QUANTITY = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
-_QUANTITY_WORDS = {
-    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "dozen": 12,
-}  # fmt: skip
-"""Quantities a question writes in words (``one``, ``half``: too often not a quantity to count)."""
-_WORDS = re.compile(r"\b(" + "|".join(_QUANTITY_WORDS) + r")\b", re.IGNORECASE)
-_PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
-MAX_COUNTED = 3
-"""Wrong calculations, hedges, second thoughts and unused quantities count up to this in the features."""
 _STATED_FINAL = re.compile(r"####|\\boxed\{|\banswer is\b", re.IGNORECASE)
 _HASH_LINE = re.compile(r"####\s*(.+)")
 _LAST_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?!.*\d)", re.DOTALL)
@@ -99,41 +79,6 @@ def agrees(computed: float, stated: str) -> bool:
 
 
 @dataclass(frozen=True)
-class QuestionReport:
-    """A reply read against its question: the question's size and the quantities the reply never mentions."""
-
-    quantities: list[str] = field(default_factory=list)
-    """The question's distinct quantities, as written (digits, or number words such as "twelve")."""
-    words: int = 0
-    """The question's length in words."""
-    percentages: bool = False
-    """The question deals in percentages."""
-    unused: list[str] = field(default_factory=list)
-    """The quantities the reply never mentions (neither the number nor its word)."""
-
-    def text(self) -> str:
-        """The findings in one fixed wording."""
-        count = len(self.quantities)
-        size = f"question: {count} quantit{'y' if count == 1 else 'ies'} in {self.words} words"
-        size += ", with percentages" if self.percentages else ""
-        if not self.quantities:
-            return size
-        if not self.unused:
-            return f"{size}, every one used"
-        return f"{size}, {len(self.unused)} never used: {', '.join(self.unused[:MAX_SHOWN])}"
-
-    def features(self) -> list[float]:
-        """Unused quantities (capped), the question's words and quantities (log-scaled to about 0–1), and
-        percentages."""
-        return [
-            float(min(len(self.unused), MAX_COUNTED)) / MAX_COUNTED,
-            math.log1p(self.words) / 6.0,
-            math.log1p(len(self.quantities)) / 3.0,
-            float(self.percentages),
-        ]
-
-
-@dataclass(frozen=True)
 class ArithmeticReport:
     """What the checks found in one reply."""
 
@@ -154,13 +99,6 @@ class ArithmeticReport:
     numeric final answer)."""
     hedges: list[str] = field(default_factory=list)
     """Hedging words used ("assuming", "however", "approximately"…), lower-cased, once each."""
-    second_thoughts: list[str] = field(default_factory=list)
-    """Words of a reply changing its mind ("wait", "actually", "instead"…), lower-cased, once each."""
-    cut_off: bool = False
-    """The reply stops mid-sentence (its last line is no ``####`` line and ends in no full stop, bracket or
-    number)."""
-    question: QuestionReport | None = None
-    """What the reply shows read against its question (None: checked without one)."""
 
     def text(self) -> str:
         """The findings in one fixed wording (what the orchestrator reads)."""
@@ -177,33 +115,22 @@ class ArithmeticReport:
                 notes.append(_COMPUTED_WORDS[self.final_computed])
             parts.append(f"{marked} {self.final}" + (f": {', '.join(notes)}" if notes else ""))
         parts.append(f"hedges: {', '.join(self.hedges)}" if self.hedges else "no hedging")
-        parts.append(
-            f"second thoughts: {', '.join(self.second_thoughts)}" if self.second_thoughts else "no second thoughts"
-        )
-        if self.cut_off:
-            parts.append("the reply stops mid-sentence")
-        if self.question is not None:
-            parts.append(self.question.text())
         return ". ".join(parts) + "."
 
     def features(self) -> list[float]:
-        """The findings as numbers, for a learned router: wrong calculations, no calculation, no final answer,
-        unmarked final answer, not a whole number, not computed, computed but not last, hedging words, second
-        thoughts, cut off, then the question's (:meth:`QuestionReport.features`; zeros without a question).
-        Counts stop at :data:`MAX_COUNTED`."""
+        """The findings as numbers, for a learned router: wrong calculations (capped at 3), no calculation, no
+        final answer, unmarked final answer, not a whole number, not computed, computed but not last, hedging
+        words (capped at 3)."""
         numeric = self.final_whole is not None
         return [
-            float(min(len(self.wrong), MAX_COUNTED)),
+            float(min(len(self.wrong), 3)),
             float(self.calculations == 0),
             float(self.final is None),
             float(self.final is not None and not self.final_stated),
             float(numeric and not self.final_whole),
             float(self.final_computed == "no"),
             float(self.final_computed == "earlier"),
-            float(min(len(self.hedges), MAX_COUNTED)),
-            float(min(len(self.second_thoughts), MAX_COUNTED)),
-            float(self.cut_off),
-            *(self.question or QuestionReport()).features(),
+            float(min(len(self.hedges), 3)),
         ]
 
 
@@ -244,31 +171,8 @@ def _number(answer: str) -> float | None:
         return float(last.group(0).replace(",", "")) if last else None
 
 
-def _quantities(text: str) -> dict[float, str]:
-    """The quantities ``text`` states (numbers in digits, clock times left out, and number words), by value."""
-    found: dict[float, str] = {}
-    for written in _QUANTITY.findall(_CLOCK.sub(" ", text)):
-        found.setdefault(float(written.replace(",", "")), written.rstrip(","))
-    for word in _WORDS.findall(text):
-        found.setdefault(float(_QUANTITY_WORDS[word.lower()]), word.lower())
-    return found
-
-
-def check_question(question: str, reply: str) -> QuestionReport:
-    """What ``reply`` shows read against ``question`` (the answer format an item's verifier appends to a task is
-    not part of it)."""
-    text = question[:MAX_CHARS]
-    for instruction in ANSWER_INSTRUCTIONS.values():
-        text = text.removesuffix(f"\n\n{instruction}")
-    asked, mentioned = _quantities(text), _quantities(reply)
-    unused = [written for value, written in asked.items()
-              if not any(abs(value - other) <= 1e-9 * max(1.0, abs(value)) for other in mentioned)]  # fmt: skip
-    return QuestionReport(list(asked.values()), len(text.split()), bool(_PERCENT.search(text)), unused)
-
-
-def check_text(reply: str, question: str | None = None) -> ArithmeticReport:
-    """The findings of the checks on ``reply``, read against ``question`` where one is given (see the module
-    notes)."""
+def check_text(reply: str) -> ArithmeticReport:
+    """The findings of the checks on ``reply`` (see the module notes)."""
     text = reply[:MAX_CHARS]
     count, wrong, values = _calculations(text)
     final = final_answer(text)
@@ -280,7 +184,6 @@ def check_text(reply: str, question: str | None = None) -> ArithmeticReport:
             matches = [abs(number - value) <= 1e-9 * max(1.0, abs(value)) for value in values]
             computed = "last" if matches and matches[-1] else "earlier" if any(matches) else "no"
     hedges = list(dict.fromkeys(match.lower() for match in _HEDGES.findall(text)))
-    second_thoughts = list(dict.fromkeys(match.lower() for match in _SECOND_THOUGHTS.findall(text)))
     return ArithmeticReport(
         calculations=count,
         wrong=wrong,
@@ -290,29 +193,21 @@ def check_text(reply: str, question: str | None = None) -> ArithmeticReport:
         final_whole=whole,
         final_computed=computed,
         hedges=hedges,
-        second_thoughts=second_thoughts,
-        cut_off=bool(text.strip()) and not _ENDS_SENTENCE.search(text.strip()),
-        question=None if question is None else check_question(question, text),
     )
 
 
 def check_arithmetic_tool() -> Tool:
     """The ``check_arithmetic`` tool (in-process and deterministic: free and instant)."""
 
-    def check_arithmetic(text: str, question: str | None = None) -> ToolOutput:
+    def check_arithmetic(text: str) -> ToolOutput:
         """Recompute the arithmetic of a worked solution and report what does not hold: wrong calculations,
         a missing or unmarked final answer, a final answer that is not a whole number or that no calculation
-        produced, hedging, second thoughts, a reply cut off, and, read against the question, its size and the
-        quantities the solution never used.
+        produced, and hedging.
 
         Args:
             text: the worked solution to check (for instance a worker's reply).
-            question: the question it answers (default: the episode's question, where the tool runs in one).
         """
-        if question is None:
-            episode = current_episode.get()
-            question = episode.question if episode is not None and episode.question else None
-        report = check_text(text, question)
+        report = check_text(text)
         return ToolOutput({"features": report.features(), "report": report.text()}, observation=report.text())
 
     return tool(check_arithmetic)
