@@ -91,6 +91,9 @@ CLAIM_VALID_TASKS = $(CLAIM_IMPORT) && $(BIN)/podium routing tasks --recording $
 CLAIM_VALID_EVAL = $(BIN)/podium eval --tasks $(CLAIM_RUNS)/validation.jsonl --concurrency 2 \
 	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT))
 CLAIM_CALIBRATE = $(CLAIM_VALID_TASKS) && $(CLAIM_VALID_EVAL) --system $(CLAIM)/system-grpo.yaml --out $(CLAIM_VALID_RUN)
+CLAIM_VALID_COMPARE = $(BIN)/podium routing compare --recording $(CLAIM_RUNS)/recording --split validation --json \
+	$(if $(CLAIM_VALID_LIMIT),--limit $(CLAIM_VALID_LIMIT)) $(if $(CLAIM_TRAIN),--train-limit $(CLAIM_TRAIN)) \
+	$(if $(CLAIM_OUT),--out $(CLAIM_OUT)/validation) --orchestrator orchestrator_grpo=$(CLAIM_VALID_RUN)
 # The test split's tasks; the GRPO adapter's evaluation (claim-eval and each sweep point) and the comparison with
 # the routers, to which claim-eval adds the SFT adapter. The comparison also places the probability routers and the
 # calibrated GRPO adapter where the price sheet's break-even probability under grpo.yaml's reward puts them (_priced).
@@ -120,6 +123,9 @@ claim-eval: $(VENV)/.installed
 	  { $(CLAIM_CALIBRATE) --quiet; } & valid=$$!; \
 	  $(CLAIM_EVAL_GRPO); grpo=$$?; \
 	  wait $$sft && wait $$valid && test $$grpo -eq 0
+	@# The same comparison on the validation split, where every choice of the recipe was made (the GRPO adapter's
+	@# calibration run): its JSON line goes beside that run, as valid-grpo.json (and into CLAIM_OUT/validation).
+	$(CLAIM_VALID_COMPARE) > $(CLAIM_VALID_RUN).json
 	$(CLAIM_COMPARE) --orchestrator orchestrator_sft=$(CLAIM_RUNS)/eval-sft$(CLAIM_TAG)
 
 # $(call SHEETS_IN_PAIRS,VARIABLE,COMMAND): COMMAND once for each price sheet VARIABLE names, two side by side (each

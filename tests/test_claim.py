@@ -64,6 +64,11 @@ def test_claim_eval_prints_the_comparison_as_its_last_line(tmp_path) -> None:
     assert len(records) == 3
     decisions = [turn["choice_probs"] for record in records for turn in record["trajectory"]["turns"]]
     assert all(probs and sum(probs.values()) == pytest.approx(1.0) for probs in decisions)
+    # the same comparison on the validation questions the GRPO adapter was calibrated on, with its intervals
+    validation = json.loads((tmp_path / "valid-grpo-first10.json").read_text())
+    assert validation["n_test"] == 10 and {"orchestrator_grpo", "cascade_checks"} <= set(validation["apgr"])
+    intervals = validation["bootstrap"]["intervals"]["apgr"]
+    assert "orchestrator_grpo" in intervals and all(-5.0 < bound < 5.0 for pair in intervals.values() for bound in pair)
 
 
 @pytest.mark.slow

@@ -128,7 +128,8 @@ CalibrationOption = Annotated[
 
 @app.command("compare")
 @config_options(
-    CompareConfig, ("recording", "split", "limit", "train_limit", "routers", "reward_from", "prices", "out", "seed")
+    CompareConfig,
+    ("recording", "split", "limit", "train_limit", "routers", "reward_from", "prices", "out", "seed", "bootstrap"),
 )
 def compare_command(
     config: ConfigOption = None,
@@ -221,15 +222,30 @@ def named_runs(option: str, entries: list[str] | None) -> dict[str, str] | None:
 
 
 def print_table(comparison: "Comparison") -> None:
-    """Each system's metrics on one line, then the notes (on standard error: standard output is the JSON)."""
+    """Each system's metrics on one line, a curve metric with its bootstrap interval, then the paired difference
+    of the best orchestrator and the best router, then the notes (on standard error: standard output is the JSON)."""
     from podium.evaluate.routing.compare import METRICS
 
+    intervals = comparison.bootstrap.intervals if comparison.bootstrap is not None else {}
     for name in comparison.systems():
-        values = {metric: comparison.table[metric][name] for metric in METRICS}
-        cells = "  ".join(
-            f"{metric} {'-' if value is None else format(value, 'g')}" for metric, value in values.items()
-            if value is not None or metric in ("apgr", "cost_apgr")
-        )  # fmt: skip
-        errors.print(Text(printable(f"{name:24} {cells}")))
+        cells = []
+        for metric in METRICS:
+            value = comparison.table[metric][name]
+            if value is None and metric not in ("apgr", "cost_apgr"):
+                continue
+            cell = f"{metric} {'-' if value is None else format(value, 'g')}"
+            if name in intervals.get(metric, {}):
+                low, high = intervals[metric][name]
+                cell += f" [{low:.3f}, {high:.3f}]"
+            cells.append(cell)
+        errors.print(Text(printable(f"{name:24} {'  '.join(cells)}")))
+    if comparison.bootstrap is not None and comparison.bootstrap.pair is not None and comparison.bootstrap.paired:
+        first, second = comparison.bootstrap.pair
+        differences = "  ".join(
+            f"{metric} {value.difference:+.4f} [{value.low:+.3f}, {value.high:+.3f}] ahead in {value.ahead:.0%}"
+            for metric, value in comparison.bootstrap.paired.items()
+        )
+        errors.print(Text(printable(f"{first} − {second} (paired, {comparison.bootstrap.resamples} resamples): "
+                                    f"{differences}")))  # fmt: skip
     for note in comparison.notes:
         errors.print(Text(printable(f"note: {note}")))

@@ -25,6 +25,7 @@ from podium.extras import require_extra
 from podium.train.batches import GroupMaker, batch_plan, call_shares, row_weights
 from podium.train.config import GRPOConfig
 from podium.train.curves import CurvesCallback
+from podium.train.decision_loss import add_averages, grpo_decision_loss, grpo_decision_loss_applies
 from podium.train.model import load_model, model_source, resolve_device, trainer_arguments
 from podium.train.rollouts import ExecutorRollouts, RayRollouts, RolloutSource, policy_backend
 from podium.train.samples import NO_TURN, ChatFormat, TrainingSample, chat_dicts, single_sample
@@ -60,6 +61,7 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
         self.policy = policy
         self.chat = ChatFormat(tokenizer)
         self.turn_advantages: dict[tuple[int, ...], list[float]] = {}
+        self.decision_metrics: dict[str, list[float]] = {}
         super().__init__(
             model=model,
             reward_funcs=[podium_reward],
@@ -121,10 +123,28 @@ class PodiumGRPOTrainer(trl.GRPOTrainer):
     def compute_loss(
         self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> Any:
-        """TRL's loss; in turn-level modes with each token's own turn advantage in place of the rollout's."""
-        if self.podium.advantage != "trajectory":
-            inputs = {**inputs, "advantages": self._per_token_advantages(inputs)}
+        """TRL's loss; in turn-level modes with each token's own turn advantage in place of the rollout's; with
+        ``loss_tokens: decisions``, computed with the LM head at the decision positions only
+        (:mod:`podium.train.decision_loss`)."""
+        inputs = self.loss_inputs(inputs)
+        if (
+            self.podium.loss_tokens == "decisions"
+            and not return_outputs
+            and grpo_decision_loss_applies(self, model, inputs)
+        ):
+            return grpo_decision_loss(self, model, inputs, self.decision_metrics)
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log, with the metrics of the decision loss where it ran (as TRL's own loss reports them)."""
+        add_averages(logs, self.decision_metrics)
+        super().log(logs, start_time)
+
+    def loss_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """A mini-batch as the loss reads it: in turn-level modes, with each token's own turn advantage."""
+        if self.podium.advantage == "trajectory":
+            return inputs
+        return {**inputs, "advantages": self._per_token_advantages(inputs)}
 
     def _per_token_advantages(self, inputs: dict[str, Any]) -> Any:
         """The (rows × tokens) advantages of a mini-batch, found by each row's completion tokens (TRL may
@@ -199,6 +219,40 @@ def grpo_arguments(config: GRPOConfig, base: dict[str, Any]) -> Any:
     )
 
 
+def grpo_trainer(
+    config: GRPOConfig,
+    *,
+    rollouts: RolloutSource | None = None,
+    tools: Sequence[str] | None = None,
+    model: Any = None,
+    tokenizer: Any = None,
+) -> PodiumGRPOTrainer:
+    """The trainer of ``config.model`` (or the given in-memory ``model``), ready to train (see :func:`run_grpo`)."""
+    device = resolve_device(config.device)
+    if model is None or tokenizer is None:
+        model, tokenizer = load_model(config.model, device)
+    backend = None
+    if rollouts is None:
+        backend = policy_backend(config.rollout, model, tokenizer, config.model.name, str(model_source(config.model)))
+        executor_rollouts = ExecutorRollouts.from_config(config.rollout, backend)
+        rollouts, tools = executor_rollouts, tools or executor_rollouts.pool.registry.names()
+        if config.rollout.ray is not None:
+            rollouts = RayRollouts(config.rollout, str(model_source(config.model)))
+    with warnings.catch_warnings():
+        # rollout_func is marked experimental in TRL; Podium pins the TRL version it was built against.
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+        return PodiumGRPOTrainer(
+            model=model,
+            tokenizer=tokenizer,
+            args=grpo_arguments(config, trainer_arguments(config, device)),
+            tasks=load_tasks(config),
+            rollouts=rollouts,
+            scorer=RewardScorer(config.reward, tools or []),
+            config=config,
+            policy=backend,
+        )
+
+
 def run_grpo(
     config: GRPOConfig,
     *,
@@ -213,31 +267,9 @@ def run_grpo(
     metric vector, which otherwise come from the pool. With ``kl_beta`` > 0 the frozen reference is loaded from the
     policy's checkpoint directory, so an in-memory model must have been loaded from one.
     """
-    device = resolve_device(config.device)
-    if model is None or tokenizer is None:
-        model, tokenizer = load_model(config.model, device)
-    backend = None
-    if rollouts is None:
-        backend = policy_backend(config.rollout, model, tokenizer, config.model.name, str(model_source(config.model)))
-        executor_rollouts = ExecutorRollouts.from_config(config.rollout, backend)
-        rollouts, tools = executor_rollouts, tools or executor_rollouts.pool.registry.names()
-        if config.rollout.ray is not None:
-            rollouts = RayRollouts(config.rollout, str(model_source(config.model)))
-    with warnings.catch_warnings():
-        # rollout_func is marked experimental in TRL; Podium pins the TRL version it was built against.
-        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
-        trainer = PodiumGRPOTrainer(
-            model=model,
-            tokenizer=tokenizer,
-            args=grpo_arguments(config, trainer_arguments(config, device)),
-            tasks=load_tasks(config),
-            rollouts=rollouts,
-            scorer=RewardScorer(config.reward, tools or []),
-            config=config,
-            policy=backend,
-        )
+    trainer = grpo_trainer(config, rollouts=rollouts, tools=tools, model=model, tokenizer=tokenizer)
     trainer.train()
     output = Path(config.output_dir)
     trainer.save_model(str(output))
-    tokenizer.save_pretrained(str(output))
+    trainer.processing_class.save_pretrained(str(output))
     return TrainResult(output, trainer.state.global_step, list(trainer.state.log_history))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from podium.evaluate.routing.bootstrap import Bootstrap
 from podium.evaluate.routing.metrics import Point, Reference, apgr, cost_apgr, cost_cpt, cpt
 from podium.evaluate.routing.orchestrators import OrchestratorRun
 from podium.routers.data import RoutingItem
@@ -41,6 +42,8 @@ class Comparison:
     breakeven: float | dict[str, float] | None = None
     """The price sheet's break-even probability of escalating from the cheapest worker (per target worker with
     several), under the reward that placed the ``_priced`` rows (None: no such rows)."""
+    bootstrap: Bootstrap | None = None
+    """The curve metrics' intervals over resampled tasks (None: not computed)."""
 
     def systems(self) -> list[str]:
         """Every row of the table: the curves' systems, then the ``_priced`` rows."""
@@ -54,6 +57,8 @@ class Comparison:
             extra["breakeven"] = round(self.breakeven, 4)
         elif self.breakeven is not None:
             extra["breakeven"] = {worker: round(edge, 4) for worker, edge in self.breakeven.items()}
+        if self.bootstrap is not None:
+            extra["bootstrap"] = self.bootstrap.result()
         return {**self.table, "shares": self.shares, "references": self.references, "n_test": self.n_test,
                 **extra, **({"notes": self.notes} if self.notes else {})}  # fmt: skip
 

@@ -11,6 +11,7 @@ import yaml
 from podium.config import read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
+from podium.evaluate.routing.bootstrap import Bootstrap, bootstrap
 from podium.evaluate.routing.compare import Comparison, compare
 from podium.evaluate.routing.config import CompareConfig, ThresholdConfig
 from podium.evaluate.routing.orchestrators import Worker, read_orchestrator, replay_workers
@@ -64,10 +65,46 @@ def run_comparison(
         breakeven = edges_from_cheapest([recorded_worker(w) for w in data.workers.values()], train, reward)
     comparison = compare(curves.curves, runs, test, list(data.workers), priced, breakeven)
     comparison.notes.extend([*data.notes, *uncalibrated])
+    if settings.bootstrap:
+        if progress is not None:
+            progress(f"resampling the {len(test)} tasks {settings.bootstrap} times…")
+        comparison.bootstrap = resampled(comparison, test, [run.name for run in runs if run.traceable],
+                                         list(curves.fitted), settings)  # fmt: skip
     if reward is not None:
         comparison.notes.extend(f"{run.name} has no {run.name}_priced row: no validation run calibrates its escalation "
                                 "probability" for run in runs if run.name not in settings.calibrations)  # fmt: skip
     return comparison
+
+
+def resampled(
+    comparison: Comparison,
+    test: Sequence[RoutingItem],
+    orchestrators: list[str],
+    routers: list[str],
+    settings: CompareConfig,
+) -> Bootstrap:
+    """The comparison's bootstrap: every curve's intervals (a ``_priced`` row has its curve's), and the paired
+    differences of the best orchestrator and the best router by APGR (by COST-APGR with more than two workers)."""
+    metric = "apgr" if "strong" in comparison.references else "cost_apgr"
+    table = comparison.table
+
+    def best(names: list[str]) -> str | None:
+        scored = [name for name in names if table[metric].get(name) is not None]
+        return max(scored, key=lambda name: table[metric][name] or 0.0) if scored else None
+
+    pair = (best(orchestrators), best(routers))
+    result = bootstrap(
+        comparison.curves,
+        test,
+        comparison.references,
+        table,
+        resamples=settings.bootstrap,
+        seed=settings.seed,
+        pair=pair if None not in pair else None,
+    )  # type: ignore[arg-type]
+    for systems in result.intervals.values():
+        systems.update({f"{name}_priced": systems[name] for name in list(systems) if f"{name}_priced" in table[metric]})
+    return result
 
 
 def edges_from_cheapest(

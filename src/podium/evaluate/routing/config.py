@@ -75,7 +75,10 @@ class CompareConfig(Config):
     out: str | None = None
     """Also write ``results.json`` and ``routing.html`` (chart and table) here."""
     seed: NonNegativeInt = 0
-    """Seed of the random router."""
+    """Seed of the random router and of the bootstrap's resamples."""
+    bootstrap: NonNegativeInt = 1000
+    """Resamples of the tasks behind each metric's 95 % interval and the paired difference of the best
+    orchestrator and the best router (0: no intervals)."""
 
     @model_validator(mode="after")
     def _calibrations(self) -> Self:

@@ -26,9 +26,23 @@ workers whose strong one is also the dearer, a call-count curve and a spend curv
 varies, so the two areas are close but not equal.
 """
 
-import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TaskOutcomes:
+    """An operating point task by task, so that its metrics can be recomputed on resampled tasks
+    (:mod:`podium.evaluate.routing.bootstrap`): each an array over the tasks, in one order."""
+
+    correct: np.ndarray
+    """1.0 where the task's answer was right."""
+    usd: np.ndarray
+    """What the task cost."""
+    called: Mapping[str, np.ndarray]
+    """Worker → 1.0 where the task called it."""
 
 
 @dataclass(frozen=True)
@@ -40,9 +54,28 @@ class Point:
     shares: Mapping[str, float] = field(default_factory=dict)
     """Worker → share of tasks on which it was called."""
     calls_per_question: float = 1.0
+    tasks: TaskOutcomes | None = field(default=None, compare=False, repr=False)
+    """The same point task by task (None: only its means are known)."""
 
     def share(self, worker: str) -> float:
         return self.shares.get(worker, 0.0)
+
+
+def tally(correct: Sequence[bool], usd: Sequence[float], called: Sequence[Collection[str]], calls: int) -> Point:
+    """The operating point of tasks that were each right or not, cost ``usd`` and called the workers ``called``
+    (``calls`` calls in all), with the tasks kept on it."""
+    count = len(correct)
+    asked: dict[str, np.ndarray] = {}
+    for task, names in enumerate(called):
+        for name in names:
+            asked.setdefault(name, np.zeros(count))[task] = 1.0
+    return Point(
+        accuracy=sum(correct) / count,
+        usd_per_question=sum(usd) / count,
+        shares={name: int(flags.sum()) / count for name, flags in asked.items()},
+        calls_per_question=calls / count,
+        tasks=TaskOutcomes(np.asarray(correct, dtype=float), np.asarray(usd, dtype=float), asked),
+    )
 
 
 @dataclass(frozen=True)
@@ -63,12 +96,9 @@ def pgr(accuracy: float, weak: float, strong: float) -> float:
 
 def curve(points: Sequence[Point], weak: Reference, strong: Reference) -> list[tuple[float, float]]:
     """(strong share, PGR) through the endpoints and ``points``, sorted by share; at one share, the best PGR."""
-    best: dict[float, float] = {0.0: 0.0, 1.0: 1.0}
-    for point in points:
-        value = pgr(point.accuracy, weak.accuracy, strong.accuracy)
-        share = point.share(strong.name)
-        best[share] = max(best.get(share, value), value)
-    return sorted(best.items())
+    shares = np.array([point.share(strong.name) for point in points])
+    values = np.array([pgr(point.accuracy, weak.accuracy, strong.accuracy) for point in points])
+    return [(float(x), float(y)) for x, y in share_curve(shares, values)]
 
 
 def apgr(points: Sequence[Point], weak: Reference, strong: Reference) -> float:
@@ -86,22 +116,14 @@ def cost_curve(points: Sequence[Point], cheapest: Reference, best: Reference) ->
     if best.usd_per_question <= cheapest.usd_per_question:
         raise ValueError(f"the best worker {best.name} must cost more than the cheapest {cheapest.name}")
     span = best.usd_per_question - cheapest.usd_per_question
-    placed = [(0.0, 0.0), (1.0, 1.0)]
-    for point in points:
-        spend = max(0.0, (point.usd_per_question - cheapest.usd_per_question) / span)
-        if spend <= 1.0:
-            placed.append((spend, pgr(point.accuracy, cheapest.accuracy, best.accuracy)))
-    frontier: list[tuple[float, float]] = []
-    for spend, value in sorted(placed, key=lambda pair: (pair[0], -pair[1])):
-        if not frontier or value > frontier[-1][1]:
-            frontier.append((spend, value))
-    return frontier
+    spends = np.array([(point.usd_per_question - cheapest.usd_per_question) / span for point in points])
+    values = np.array([pgr(point.accuracy, cheapest.accuracy, best.accuracy) for point in points])
+    return [(float(x), float(y)) for x, y in spend_frontier(spends, values)]
 
 
 def cost_apgr(points: Sequence[Point], cheapest: Reference, best: Reference) -> float:
     """The cost curve's area over normalised spend from 0 to 1."""
-    line = cost_curve(points, cheapest, best)
-    return area([*line, (1.0, line[-1][1])])
+    return frontier_area(cost_curve(points, cheapest, best))
 
 
 def cost_cpt(points: Sequence[Point], cheapest: Reference, best: Reference, target: float) -> float:
@@ -109,17 +131,55 @@ def cost_cpt(points: Sequence[Point], cheapest: Reference, best: Reference, targ
     return reach(cost_curve(points, cheapest, best), target)
 
 
-def area(line: Sequence[tuple[float, float]]) -> float:
+def share_curve(shares: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The two-worker curve as rows (share, PGR): the endpoints (0, 0) and (1, 1) and each point, sorted by share,
+    the best PGR at each share (shares equal to 12 decimals are one: a weighted mean rounds differently by the
+    order it sums in)."""
+    x = np.round(np.concatenate([[0.0, 1.0], shares]), 12)
+    y = np.concatenate([[0.0, 1.0], values])
+    order = np.lexsort((-y, x))
+    x, y = x[order], y[order]
+    first = np.concatenate([[True], x[1:] != x[:-1]])
+    return np.stack([x[first], y[first]], axis=1)
+
+
+def spend_frontier(spends: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The cost curve as rows (spend, PGR): the Pareto frontier of the endpoints and the points within the range
+    (a spend below 0 counts at 0, one above 1 is left out), by spend."""
+    within = spends <= 1.0
+    x = np.round(np.concatenate([[0.0, 1.0], np.maximum(spends[within], 0.0)]), 12)
+    y = np.concatenate([[0.0, 1.0], values[within]])
+    order = np.lexsort((-y, x))
+    x, y = x[order], y[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(y)[:-1]])
+    ahead = y > best_before
+    return np.stack([x[ahead], y[ahead]], axis=1)
+
+
+def frontier_area(line: Sequence[tuple[float, float]] | np.ndarray) -> float:
+    """The area under a cost curve over spend from 0 to 1 (its last PGR held to the end)."""
+    points = np.asarray(line, dtype=float)
+    return area(np.vstack([points, [1.0, points[-1, 1]]]))
+
+
+def area(line: Sequence[tuple[float, float]] | np.ndarray) -> float:
     """The trapezoid area under a polyline sorted by its first coordinate."""
-    return sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in itertools.pairwise(line))
+    points = np.asarray(line, dtype=float)
+    x, y = points[:, 0], points[:, 1]
+    return float(np.sum(np.diff(x) * (y[:-1] + y[1:]) / 2))
 
 
-def reach(line: Sequence[tuple[float, float]], target: float) -> float:
+def reach(line: Sequence[tuple[float, float]] | np.ndarray, target: float) -> float:
     """The least first coordinate at which the polyline reaches ``target``, interpolated (1.0 if it never does
-    before its end)."""
-    for (c0, p0), (c1, p1) in itertools.pairwise(line):
-        if p0 >= target:
-            return c0
-        if p1 >= target:
-            return c0 + (c1 - c0) * (target - p0) / (p1 - p0)
-    return 1.0
+    before its end). A value within 1e-9 of the target reaches it: the same PGR summed in another order (tasks
+    resampled, say) must not move the threshold to the next point."""
+    points = np.asarray(line, dtype=float)
+    x, y = points[:, 0], points[:, 1]
+    hits = np.flatnonzero(y >= target - 1e-9)
+    if len(hits) == 0:
+        return 1.0
+    first = int(hits[0])
+    if first == 0:
+        return float(x[0])
+    fraction = min((target - y[first - 1]) / (y[first] - y[first - 1]), 1.0)
+    return float(x[first - 1] + (x[first] - x[first - 1]) * fraction)

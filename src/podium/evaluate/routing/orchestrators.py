@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from podium.costs.prices import ModelPrice, PriceCatalog
-from podium.evaluate.routing.metrics import Point
+from podium.evaluate.routing.metrics import Point, tally
 from podium.evaluate.runner import EvalRecord, load_run
 from podium.policies.escalate import ACCEPT, ROLE
 from podium.pool.pool import worker_prices
@@ -73,16 +73,11 @@ class OrchestratorRun:
 
     def greedy(self) -> Point:
         """The operating point it reached when run (greedy decoding)."""
-        count = len(self.episodes)
-        asked: dict[str, int] = {}
-        for episode in self.episodes:
-            for recorded in {worker.recorded or worker.name for worker in episode.asked}:
-                asked[recorded] = asked.get(recorded, 0) + 1
-        return Point(
-            accuracy=sum(episode.correct for episode in self.episodes) / count,
-            usd_per_question=sum(episode.usd for episode in self.episodes) / count,
-            shares={recorded: times / count for recorded, times in asked.items()},
-            calls_per_question=sum(len(episode.asked) for episode in self.episodes) / count,
+        return tally(
+            [episode.correct for episode in self.episodes],
+            [episode.usd for episode in self.episodes],
+            [{worker.recorded or worker.name for worker in episode.asked} for episode in self.episodes],
+            sum(len(episode.asked) for episode in self.episodes),
         )
 
     @property
@@ -109,24 +104,22 @@ class OrchestratorRun:
 
     def point(self, escalations: Sequence[Worker | None]) -> Point:
         """The point reached by escalating each task to the given worker (None: keeping the first reply)."""
-        correct, usd, calls = 0, 0.0, 0
-        asked: dict[str, int] = {}
+        correct, usd, called, calls = [], [], [], 0
         for episode, target in zip(self.episodes, escalations, strict=True):
             outcomes = episode.item.outcomes
             if not episode.asked:  # answered without a worker: read as the cheapest worker's reply
                 cheapest = min(outcomes, key=lambda name: outcomes[name].usd)
-                correct, usd = correct + outcomes[cheapest].correct, usd + outcomes[cheapest].usd
+                correct.append(outcomes[cheapest].correct)
+                usd.append(outcomes[cheapest].usd)
+                called.append(set())
                 continue
             first = episode.asked[0]
             route = [first] if target is None or target == first else [first, target]
-            correct += outcomes[route[-1].recorded].correct
-            usd += sum(worker.usd(outcomes[worker.recorded]) for worker in route)
+            correct.append(outcomes[str(route[-1].recorded)].correct)
+            usd.append(sum(worker.usd(outcomes[str(worker.recorded)]) for worker in route))
+            called.append({str(worker.recorded) for worker in route})
             calls += len(route)
-            for recorded in {worker.recorded for worker in route}:
-                asked[recorded] = asked.get(recorded, 0) + 1
-        count = len(self.episodes)
-        shares = {recorded: times / count for recorded, times in asked.items()}
-        return Point(correct / count, usd / count, shares, calls / count)
+        return tally(correct, usd, called, calls)
 
 
 def read_orchestrator(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from podium.evaluate.routing.metrics import Point
+from podium.evaluate.routing.metrics import Point, tally
 from podium.routers.checks import verify_checks
 from podium.routers.data import RoutingItem, RoutingSet, mean_costs
 from podium.routers.decide import cascade_stop, cheapest_first, choose
@@ -34,17 +34,12 @@ Route = Sequence[str]
 
 def operating_point(items: Sequence[RoutingItem], routes: Sequence[Route]) -> Point:
     """The point reached by asking each task's ``route`` (every worker of it paid, the last one answering)."""
-    count = len(items)
-    asked: dict[str, int] = {}
-    for route in routes:
-        for name in set(route):
-            asked[name] = asked.get(name, 0) + 1
     pairs = list(zip(items, routes, strict=True))
-    return Point(
-        accuracy=sum(item.outcomes[route[-1]].correct for item, route in pairs) / count,
-        usd_per_question=sum(item.outcomes[name].usd for item, route in pairs for name in route) / count,
-        shares={name: times / count for name, times in asked.items()},
-        calls_per_question=sum(len(route) for route in routes) / count,
+    return tally(
+        [item.outcomes[route[-1]].correct for item, route in pairs],
+        [sum(item.outcomes[name].usd for name in route) for item, route in pairs],
+        routes,
+        sum(len(route) for route in routes),
     )
 
 
