@@ -35,7 +35,7 @@ def test_the_papers_ablations_are_all_there_and_valid_at_both_scales():
     targets = [arm.training.grpo["reward"]["paramanager_target_cost_units"] for arm in sweep.arms]
     assert targets == [4, 8, 12, 16] and all(arm.training.grpo["group_size"] == 8 for arm in sweep.arms)
     forced = load_experiment(EXPERIMENTS[0].parent / "lazy_vs_forced.yaml", "small")
-    assert [arm.system["lazy"] for arm in forced.arms] == [True, False]
+    assert [arm.system["policy"]["lazy"] for arm in forced.arms] == [True, False]
     assert forced.arms[0].system["pool"].endswith("experiments/pools/small.yaml")
 
 

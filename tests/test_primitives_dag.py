@@ -116,8 +116,10 @@ def test_forced_decomposition_in_an_episode_and_only_for_the_dag_policy():
     backend = orchestrator(
         "<final_answer>42</final_answer>", plan, "<verify>ok</verify><final_answer>42</final_answer>"
     )
-    trajectory = asyncio.run(Executor(pool, RunConfig(policy="dag", lazy=False), orchestrator=backend).run("6*7?"))
+    trajectory = asyncio.run(
+        Executor(pool, RunConfig(policy={"name": "dag", "lazy": False}), orchestrator=backend).run("6*7?")
+    )
     assert "decomposition is forced" in trajectory.turns[0].parse_error
     assert trajectory.turns[1].results[0].value["answer"] == "42" and trajectory.answer == "42"
-    with pytest.raises(ConfigError, match="applies to the dag policy"):
-        Executor(pool, RunConfig(policy="serial", lazy=False))
+    with pytest.raises(ValueError, match="applies to the dag policy"):
+        RunConfig(policy={"name": "serial", "lazy": False})

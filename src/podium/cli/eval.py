@@ -142,7 +142,7 @@ def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
     return get_benchmark(name) if name is not None else tasks_benchmark(tasks)  # type: ignore[arg-type]
 
 
-LATER_FIELDS = ("grading", "instructions", "escalate_above", "prices_at_decision")
+LATER_FIELDS = ("grading", "instructions")
 """Fields system configs gained after runs were recorded: left out of the manifest while at their defaults, so
 those runs resume."""
 

@@ -88,6 +88,6 @@ def run_command(
 def _play(system: System, question: str, preference: Preference | None, seed: int | None, live: bool) -> Trajectory:
     if not live:
         return asyncio.run(system.solve(question, preference=preference, seed=seed))
-    with LiveEpisode(f"{system.config.policy} · {system.model}") as display:
+    with LiveEpisode(f"{system.config.policy.name} · {system.model}") as display:
         chat = Chat(on_event=display.update)
         return asyncio.run(system.solve(question, preference=preference, seed=seed, chat=chat))

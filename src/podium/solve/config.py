@@ -88,4 +88,4 @@ def orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
 
 def default_name(pool: PoolConfig, config: RunConfig) -> str:
     """``orchestrator:<policy>:<model>``, the name of an unnamed system."""
-    return f"orchestrator:{config.policy}:{orchestrator_model(pool, config)}"
+    return f"orchestrator:{config.policy.name}:{orchestrator_model(pool, config)}"
