@@ -83,7 +83,7 @@ def test_flags_are_written_over_the_file_and_nested_fields_reach_their_section(t
     [sample] = seen
     assert (sample.out, sample.count, sample.tags, sample.strict, sample.mode) == ("from-file", "all", ["x", "y"],
                                                                                    False, "slow")  # fmt: skip
-    assert (sample.teacher.name, sample.teacher.policy, sample.inner.depth) == ("t", "parallel", 7)
+    assert (sample.teacher.name, sample.teacher.policy.name, sample.inner.depth) == ("t", "parallel", 7)
     runner.invoke(cli(seen), ["main", "--config", str(config)])
     assert (seen[-1].count, seen[-1].tags, seen[-1].strict, seen[-1].inner.depth) == (3, ["a"], True, 5)
 

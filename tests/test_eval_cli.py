@@ -27,7 +27,7 @@ def test_eval_then_report_from_the_command_line(tmp_path):
     assert first.exit_code == 0, first.output
     assert "gsm8k · always-18: 2/6 correct" in first.output and "6/6 done (0 from earlier)" in first.output
 
-    capped = runner.invoke(app, [*common, "--limit", "10", "--samples", "2", "--max-usd", "0.01"])
+    capped = runner.invoke(app, [*common, "--limit", "10", "--samples", "2", "--max-run-usd", "0.01"])
     assert capped.exit_code == 1, capped.output
     assert "stopped at the USD cap" in capped.output
 

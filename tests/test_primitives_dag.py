@@ -54,7 +54,7 @@ def test_a_plan_routes_nodes_to_primitives_with_the_episodes_attachments(ledger)
 def test_a_route_whose_cost_could_cross_the_budget_is_refused_before_it_runs(ledger):
     pool = pool_with(["unused"], ["database_query", "direct_answer"])
     backend = orchestrator(PLAN, "<verify>refused</verify>\n<final_answer>unknown</final_answer>")
-    executor = Executor(pool, RunConfig(policy="dag", max_usd=1e-9), orchestrator=backend)
+    executor = Executor(pool, RunConfig(policy="dag", max_episode_usd=1e-9), orchestrator=backend)
     trajectory = asyncio.run(executor.run("Who bought the most?", attachments=[ledger]))
     refused = trajectory.turns[0].results[0]
     assert refused.refused is Refusal.BUDGET and pool.backends["w"].requests == []

@@ -36,6 +36,13 @@ _MESSAGE_PREFIXES = ("Value error, ", "Assertion failed, ")
 _PYDANTIC_ERRORS = frozenset(get_args(ErrorType))
 
 
+MAX_USD_SPLIT = {
+    "max_usd": "two settings now: max_episode_usd, the most one episode may spend (a run or system config's), and "
+    "max_run_usd, the most a whole run may spend (podium eval, a data stage, a recording, an experiment scale)"
+}
+"""How a config refuses ``max_usd``, which named both caps once (:attr:`Config.moved`)."""
+
+
 @dataclass(frozen=True)
 class Flag:
     """The value type of a field's command-line option where the field's own type does not say it (a policy given

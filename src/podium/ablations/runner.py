@@ -133,7 +133,7 @@ def _evaluate(
             out=out / arm.name,
             samples=settings.samples,
             concurrency=settings.concurrency,
-            max_usd=settings.max_usd,
+            max_run_usd=settings.max_run_usd,
             system_config=system,
             data_dir=data_dir,
             progress=progress,

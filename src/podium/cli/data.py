@@ -1,6 +1,6 @@
 """``podium data``: the stages that make training data (collect, filter-rl, curriculum, classify-failures,
 preferences). Each writes JSONL into ``--out``, resumes when rerun with the same ``--out``, stops starting work at
-``--max-usd``, shows progress on stderr and ends with its funnel (a table, or JSON Lines with ``--json``).
+``--max-run-usd``, shows progress on stderr and ends with its funnel (a table, or JSON Lines with ``--json``).
 
 Every option is generated from the field of the stage's config behind it (:mod:`podium.cli.fields`); ``--config
 FILE`` (YAML/JSON) gives any field, and flags that are given override the file. A teacher or solver option takes
@@ -40,7 +40,7 @@ ConfigFile = Annotated[Path | None, typer.Option("--config", help="Stage config 
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ITEMS = ("benchmark", "tasks", "limit", "exclude", "data_dir")
 """The fields of a stage's item source."""
-RUN = ("concurrency", "max_usd", "seed")
+RUN = ("concurrency", "max_run_usd", "seed")
 """How a stage runs."""
 
 
@@ -96,7 +96,7 @@ def curriculum_command(
 
 @app.command("classify-failures")
 @config_options(ClassifyConfig, ("out", "pool", "worker", "max_words", "min_count", "attempts", "max_tokens",
-                                 "concurrency", "max_usd"))  # fmt: skip
+                                 "concurrency", "max_run_usd"))  # fmt: skip
 def classify_failures_command(
     inputs: Annotated[
         list[str] | None, typer.Argument(help="failures.jsonl files, eval runs or results files.")

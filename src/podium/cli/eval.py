@@ -70,7 +70,7 @@ RayOption = Annotated[
     typer.Option(
         "--ray",
         help="Solve samples on Ray workers: 'local' (start Ray here), 'auto' (join this machine's cluster) or an "
-        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-usd stay here (needs the ray extra).",
+        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-run-usd stay here (needs the ray extra).",
     ),
 ]
 
@@ -83,9 +83,9 @@ def eval_command(
     samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples solved at once.")] = 4,
-    max_usd: Annotated[
+    max_run_usd: Annotated[
         float | None,
-        typer.Option("--max-usd", min=0.0, help="Stop starting samples once the run has spent this many USD."),
+        typer.Option("--max-run-usd", min=0.0, help="Stop starting samples once the run has spent this many USD."),
     ] = None,
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
@@ -118,7 +118,7 @@ def eval_command(
                     samples=samples,
                     limit=limit,
                     concurrency=concurrency,
-                    max_usd=max_usd,
+                    max_run_usd=max_run_usd,
                     system_config=_system_dump(config, sheet),
                     data_dir=data_dir,
                     source="hub" if hub else "local",
@@ -132,7 +132,7 @@ def eval_command(
         raise fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
     except PodiumError as error:
         raise fail(error) from error
-    report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
+    report_summary(summary, chosen.name, built.name, max_run_usd, grader.grader_name(chosen.verifier))
 
 
 def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
@@ -190,7 +190,7 @@ def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir
     return Grader.from_config(grading or GradingConfig(), sandbox_config=sandbox, data_dir=data_dir)
 
 
-def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
+def report_summary(summary: EvalSummary, benchmark: str, system: str, max_run_usd: float | None, grader: str) -> None:
     """The run's totals and who graded them; exits 1 when every sample failed (naming the most common reason) or
     the USD cap stopped it before every sample ran."""
     for note in summary.repairs:  # what resuming had to set right: a torn line, a changed manifest
@@ -212,8 +212,8 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
         raise typer.Exit(1)
     if summary.stopped_by_budget:
         console.print(
-            f"stopped at the USD cap (${max_usd}): {summary.total - summary.done} samples not run; "
-            "rerun with a higher --max-usd to finish",
+            f"stopped at the USD cap (${max_run_usd}): {summary.total - summary.done} samples not run; "
+            "rerun with a higher --max-run-usd to finish",
             highlight=False,
             soft_wrap=True,
         )

@@ -30,7 +30,7 @@ from podium.solve.router import load_system
 from podium.solve.system import Chat, System
 
 
-@config_options(RunConfig, ("policy", "max_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
+@config_options(RunConfig, ("policy", "max_episode_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
 def run_command(
     question: Annotated[str, typer.Argument(help="The task for the orchestrator.")],
     system: Annotated[

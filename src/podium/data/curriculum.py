@@ -124,7 +124,7 @@ class Curriculum:
         log = JsonlLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
         self.stage.runner.charge(sum(unit.usd for unit in log.values()))
         entries = [self.items[item_id] for item_id in item_ids]
-        bound = (solver.config.max_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
+        bound = (solver.config.max_episode_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
         done = await self.stage.runner.run(
             f"{phase} · {solver.name}",
             entries,

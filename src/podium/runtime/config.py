@@ -4,7 +4,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
-from podium.config import Config
+from podium.config import MAX_USD_SPLIT, Config
 from podium.policies import POLICIES, POLICY_NAMES, PolicySettings, SerialConfig
 
 POLICY_SETTING = "a setting of the {policy} policy now, under policy: policy: {{name: {policy}, {key}: …}}"
@@ -15,8 +15,11 @@ class RunConfig(Config):
     """How the orchestrator runs one episode. Unset limits take the policy's defaults (turns: serial 50,
     parallel 12, dag 8; calls per round: 1, 4, 16)."""
 
-    moved: ClassVar[dict[str, str]] = {key: POLICY_SETTING.format(policy=name, key=key)
-             for name, config in zip(POLICY_NAMES, POLICIES, strict=True) for key in config.settings()}  # fmt: skip
+    moved: ClassVar[dict[str, str]] = {
+        **MAX_USD_SPLIT,
+        **{key: POLICY_SETTING.format(policy=name, key=key)
+           for name, config in zip(POLICY_NAMES, POLICIES, strict=True) for key in config.settings()},
+    }  # fmt: skip
 
     policy: PolicySettings = Field(default_factory=SerialConfig)
     """Action space and its own settings: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds), ``dag``
@@ -34,7 +37,7 @@ class RunConfig(Config):
     """Most calls one turn may dispatch; more are refused with PARSE_ERR. Default: the policy's."""
     max_total_tokens: PositiveInt | None = None
     """Most tokens of the whole episode, orchestrator and workers, prompt and completion."""
-    max_usd: PositiveFloat | None = None
+    max_episode_usd: PositiveFloat | None = None
     """Most US dollars for the episode; a generation or call whose cost bound exceeds what is left is refused
     before it runs, so the cap is never crossed."""
     max_seconds: PositiveFloat | None = None

@@ -53,7 +53,7 @@ class Executor:
                 self.config.max_calls_per_round or self.policy.max_calls_per_round, self.policy.max_calls_per_round
             ),
             max_tokens=self.config.max_total_tokens,
-            max_usd=self.config.max_usd,
+            max_usd=self.config.max_episode_usd,
             max_seconds=self.config.max_seconds,
         )
 

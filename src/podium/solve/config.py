@@ -5,7 +5,7 @@ Example::
 
     name: qwen3-8b-parallel
     policy: parallel
-    max_usd: 0.50
+    max_episode_usd: 0.50
     orchestrator: qwen3-8b
     pool: pool.yaml          # a pool YAML path, an inline pool, or omitted for the embedded offline pool
 """

@@ -152,8 +152,8 @@ class System:
     def cost_bound(self, item: BenchmarkItem | None = None) -> float | None:
         """The most one episode can cost, the same for every item: its own USD cap (its ledger never crosses
         it), 0 over a pool where nothing has a price, else unknown (``None``)."""
-        if self.config.max_usd is not None:
-            return self.config.max_usd
+        if self.config.max_episode_usd is not None:
+            return self.config.max_episode_usd
         return 0.0 if self.pool.is_free() else None
 
     async def solve(
