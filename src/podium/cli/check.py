@@ -297,7 +297,7 @@ def _grpo(findings: Findings, data: Any) -> None:
 
 
 def _experiment(findings: Findings, data: Any) -> None:
-    from podium.ablations import arm_errors, load_experiment
+    from podium.experiments import arm_errors, load_experiment
 
     for scale in ("small", "full"):
         for error in arm_errors(load_experiment(findings.path, scale)):  # type: ignore[arg-type]
