@@ -168,14 +168,8 @@ def env_run(
     domain = _load(domain_name, data)
     chosen = _task(domain, task)
     try:
-        settings = RunConfig(
-            policy=policy,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_episode_usd=max_episode_usd,
-            allow=allow,
-            deny=deny or [],
-        )
+        settings = RunConfig(policy=policy, max_turns=max_turns, max_tokens=max_tokens,
+                             max_episode_usd=max_episode_usd, allow=allow, deny=deny or [])  # fmt: skip
         user = UserSimulatorConfig(worker=user_worker, max_turns=user_turns, max_tokens=user_tokens)
         opened = open_pool(pool, allow_unisolated=allow_unisolated)
         episode = asyncio.run(run_task(opened, settings, domain, chosen, user=user))

@@ -123,24 +123,34 @@ def compare(
             "and cost_cpt (the cost curve from the cheapest worker to the best)"
         )
     for name, (points, point) in rows.items():
-        row: dict[str, float | None] = dict.fromkeys(METRICS)
-        if gap and spend:
-            row |= {
-                "cost_apgr": cost_apgr(points, reference["cheapest"], reference["best"]),
-                "cost_cpt50": cost_cpt(points, reference["cheapest"], reference["best"], 0.5),
-                "cost_cpt80": cost_cpt(points, reference["cheapest"], reference["best"], 0.8),
-            }
-        if two and reference["strong"].accuracy > reference["weak"].accuracy:
-            weak, strong = reference["weak"], reference["strong"]
-            row |= {"apgr": apgr(points, weak, strong), "cpt50": cpt(points, weak, strong, 0.5),
-                    "cpt80": cpt(points, weak, strong, 0.8)}  # fmt: skip
-        row |= {"accuracy": point.accuracy, "usd_per_question": point.usd_per_question,
-                "calls_per_question": point.calls_per_question}  # fmt: skip
-        if two:
-            row["strong_share"] = point.share(reference["strong"].name)
+        row = metric_row(points, point, reference, gap and spend)
         for metric, value in row.items():
             comparison.table[metric][name] = (
                 None if value is None else round(value, 6 if metric == "usd_per_question" else 4)
             )
         comparison.shares[name] = {worker: round(point.share(worker), 4) for worker in workers}
     return comparison
+
+
+def metric_row(
+    points: list[Point], point: Point, reference: Mapping[str, Reference], gap: bool
+) -> dict[str, float | None]:
+    """One system's metrics: its curve's (where the best worker is more accurate and dearer than the cheapest:
+    ``gap``; RouteLLM's where two workers differ in accuracy) and its operating point's."""
+    row: dict[str, float | None] = dict.fromkeys(METRICS)
+    if gap:
+        row |= {
+            "cost_apgr": cost_apgr(points, reference["cheapest"], reference["best"]),
+            "cost_cpt50": cost_cpt(points, reference["cheapest"], reference["best"], 0.5),
+            "cost_cpt80": cost_cpt(points, reference["cheapest"], reference["best"], 0.8),
+        }
+    two = "strong" in reference
+    if two and reference["strong"].accuracy > reference["weak"].accuracy:
+        weak, strong = reference["weak"], reference["strong"]
+        row |= {"apgr": apgr(points, weak, strong), "cpt50": cpt(points, weak, strong, 0.5),
+                "cpt80": cpt(points, weak, strong, 0.8)}  # fmt: skip
+    row |= {"accuracy": point.accuracy, "usd_per_question": point.usd_per_question,
+            "calls_per_question": point.calls_per_question}  # fmt: skip
+    if two:
+        row["strong_share"] = point.share(reference["strong"].name)
+    return row
