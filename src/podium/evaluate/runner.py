@@ -30,7 +30,7 @@ from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.evaluate.rundir import hold_run_directory
-from podium.evaluate.systems import System, attempt_bound, attempt_seed
+from podium.evaluate.systems import ItemSolver, attempt_bound, attempt_seed
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
 from podium.solve.jsonl import JsonlLog, rejected_path
@@ -171,7 +171,7 @@ def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> 
     )
 
 
-async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
+async def attempt(system: ItemSolver, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
     """Solve and grade one sample; a system failure (a :class:`PodiumError`, or an episode its backend ended with
     ``error``) becomes an error record. A system that draws per attempt (a blind pool's labels) draws from the
     item and the sample, so each attempt sees its own mapping and a resumed run the same ones."""
@@ -205,7 +205,7 @@ async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grad
 
 async def run_eval(
     benchmark: Benchmark,
-    system: System,
+    system: ItemSolver,
     *,
     out: str | Path,
     samples: int = 1,
@@ -253,7 +253,9 @@ async def run_eval(
     return summary.model_copy(update={"dropped_lines": results.dropped, "repairs": repairs})
 
 
-def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_run_usd: float | None) -> dict[str, float | None]:
+def sample_bounds(
+    system: ItemSolver, items: Sequence[BenchmarkItem], max_run_usd: float | None
+) -> dict[str, float | None]:
     """Item id → the most one sample can cost. Under a USD cap every bound must be known, or the cap could not
     hold: a system that cannot bound a sample's cost is refused before anything runs."""
     bounds = {item.id: attempt_bound(system, item) for item in items}
@@ -267,7 +269,7 @@ def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_run_usd: f
 
 
 async def _attempt_all(
-    system: System, benchmark: str, grader: Grader, results: JsonlLog[EvalRecord], runner: BatchRunner,
+    system: ItemSolver, benchmark: str, grader: Grader, results: JsonlLog[EvalRecord], runner: BatchRunner,
     items: list[BenchmarkItem], samples: int, bounds: dict[str, float | None],
 ) -> EvalSummary:  # fmt: skip
     """Attempt every selected (item, sample) the results lack, appending each record as it finishes."""
