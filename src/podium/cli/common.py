@@ -21,7 +21,7 @@ from podium.core.progress import EpisodeEvent, PipedReports
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import PodiumError
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import Pool, build_pool, resolve_pool_config
 from podium.runtime.checks import Problem, run_problems
 from podium.sandbox import SandboxConfig
 
@@ -65,7 +65,7 @@ def open_pool(
 ) -> Pool:
     """The pool of a command: the file's or the embedded one, with the command's overrides."""
     try:
-        config = load_pool_config(pool) if pool else embedded_pool_config()
+        config = resolve_pool_config(pool)
         if sandbox_config is not None:
             config.sandbox = SandboxConfig.from_file(sandbox_config)
         if allow_unisolated:

@@ -18,7 +18,7 @@ from podium.config import Config
 from podium.envs.conversation import UserSimulatorConfig
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import embedded_pool_config, load_pool_config
+from podium.pool.pool import resolve_pool_config
 from podium.runtime.config import RunConfig
 
 
@@ -56,12 +56,7 @@ class SystemConfig(NamedSystem, RunConfig):
     def pool_config(self) -> PoolConfig:
         """The pool this system names: a YAML path, an inline config, or the embedded pool; with ``replay``, its
         recorded workers answering from the recording."""
-        if self.pool is None:
-            pool = embedded_pool_config()
-        elif isinstance(self.pool, PoolConfig):
-            pool = self.pool
-        else:
-            pool = load_pool_config(self.pool)
+        pool = resolve_pool_config(self.pool)
         return pool.replayed(self.replay) if self.replay is not None else pool
 
     def run_config(self) -> RunConfig:
