@@ -171,7 +171,7 @@ def test_a_resumed_collection_reruns_only_what_the_cap_or_a_torn_line_left(tmp_p
     assert funnel.stopped_by_budget and funnel.steps[0].left == {"not attempted: USD cap reached": 2}
     work = out / "work" / "attempts.jsonl"
     assert len(work.read_text().splitlines()) == 1
-    full = capped.model_copy(update={"max_usd": None})
+    full = capped.model_copy(update={"max_run_usd": None})
     funnel = asyncio.run(collect(full, progress=False))
     assert not funnel.stopped_by_budget and funnel.steps[0].kept == 3
     lines = work.read_text().splitlines()
