@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from podium.cli.common import fail
+from podium.cli.common import ConfigFileOption, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
@@ -32,14 +32,13 @@ from podium.solve.jsonl import tasks_benchmark
 
 console = make_console()
 errors = make_console(stderr=True)
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="Eval config (YAML/JSON); flags override it.")]
 EVAL_FIELDS = ("system", "out", "benchmark", "tasks", "samples", "limit", "concurrency", "max_run_usd", "data_dir",
                "hub", "sandbox_config", "quiet", "ray", "tau2_results", "preferences", "prices")  # fmt: skip
 """Every field of :class:`EvalConfig`, each a flag."""
 
 
 @config_options(EvalConfig, EVAL_FIELDS)
-def eval_command(config: ConfigOption = None, *, flags: Flags) -> None:
+def eval_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
         settings = load_config(EvalConfig, config, flags)
