@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, fail, report_funnel
+from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.data import (
     ClassifyConfig,
@@ -37,7 +37,6 @@ from podium.solve.records import Funnel
 app = typer.Typer(help="Make training data: teacher trajectories, RL sets, curricula, failure classes, preferences.")
 
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="Stage config (YAML/JSON); flags override it.")]
-Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ITEMS = ("benchmark", "tasks", "limit", "exclude", "data_dir")
 """The fields of a stage's item source."""
 RUN = ("concurrency", "max_run_usd", "seed")
@@ -58,7 +57,7 @@ def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as
 @config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "samples", "temperature", "per_question",
                                 "max_tool_share", "keep_wrong", "prefer_recovered", "constraints", *RUN))  # fmt: skip
 def collect_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: Quiet = False, *, flags: Flags
+    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
 ) -> None:
     """Teacher trajectories for SFT (ParaManager): n attempts per question, graded, filtered, balanced."""
     _run(CollectConfig, config, flags, collect, quiet, as_json)
@@ -72,7 +71,7 @@ def filter_rl_command(
     worker: Annotated[str | None, typer.Option("--worker", help="Worker that answers (default: the first).")] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -88,7 +87,7 @@ def filter_rl_command(
                                    "probe_temperature", "sft_temperatures", "rl_temperatures", "constraints",
                                    "preferences", *RUN))  # fmt: skip
 def curriculum_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: Quiet = False, *, flags: Flags
+    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
 ) -> None:
     """Uno's verifier-gated curriculum: π0 and π* at pass@k split the tasks into SFT and RL data."""
     _run(CurriculumConfig, config, flags, curriculum, quiet, as_json)
@@ -103,7 +102,7 @@ def classify_failures_command(
     ] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -125,7 +124,7 @@ def preferences_command(
     ] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from podium.cli.common import JsonOption, console, errors, fail
+from podium.cli.common import JsonOption, QuietOption, console, errors, fail
 from podium.cli.output import print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
@@ -35,7 +35,7 @@ def run_command(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Train (where an arm trains) and evaluate every arm; write summary.json and report/index.html."""

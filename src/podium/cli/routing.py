@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from podium.cli.common import JsonOption, errors, fail
+from podium.cli.common import JsonOption, QuietOption, errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
@@ -26,7 +26,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="The command's config (YAML/JSON); flags win.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 
 
 @app.callback()

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, fail, report_funnel
+from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.core.printable import printable
 from podium.data.synth import SynthConfig, synthesize_domain
@@ -36,7 +36,7 @@ def domain_command(
         Path | None, typer.Option("--config", help="Synthesis config (YAML/JSON); flags override.")
     ] = None,
     as_json: JsonOption = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
