@@ -64,7 +64,9 @@ async def _episode(url: str, index: int, cap: float, deadline_s: float, campaign
     )  # fmt: skip
     pool = build_pool(PoolConfig(workers=[worker], tools=[], roles=[]))
     script = orchestrator(_round(index), _round(index + 1), repeat_last=True)
-    config = RunConfig(policy="parallel", max_turns=2, max_usd=cap, max_seconds=deadline_s, summarize_on_stop=False)
+    config = RunConfig(
+        policy="parallel", max_turns=2, max_episode_usd=cap, max_seconds=deadline_s, summarize_on_stop=False
+    )
     started = time.monotonic()
     try:
         trajectory = await Executor(pool, config, orchestrator=script).run(f"episode {index}")

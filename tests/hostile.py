@@ -19,7 +19,6 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from rich.console import Console
 
-from podium.ablations import load_experiment
 from podium.cli.fields import Flags, load_config
 from podium.cli.output import print_json_line, shown
 from podium.config import Config
@@ -32,6 +31,7 @@ from podium.data.collect import CollectConfig
 from podium.data.preferences import read_preferences
 from podium.errors import ConfigError
 from podium.evaluate.system_config import load_system_config
+from podium.experiments import load_experiment
 from podium.pool.descriptions import read_descriptions
 from podium.pool.pool import load_pool_config
 from podium.pool.registry import ToolRegistry

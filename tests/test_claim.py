@@ -126,7 +126,7 @@ def test_claim_unseen_evaluates_the_grpo_adapter_with_members_it_never_saw(tmp_p
     for name, cheaper in [("batch", "gpt4_batch"), ("batch-dear", "gpt4")]:  # decided at each worker's break-even
         assert f"orchestrator_grpo_{name.replace('-', '_')}_threshold" in result["accuracy"]
         system = yaml.safe_load((tmp_path / f"eval-grpo-{name}-threshold-first3.yaml").read_text())
-        assert list(system["escalate_above"]) == [cheaper]  # only the cheaper copy of GPT-4 ever pays
+        assert list(system["policy"]["escalate_above"]) == [cheaper]  # only the cheaper copy of GPT-4 ever pays
         _, runs = load_run(tmp_path / f"eval-grpo-{name}-threshold-first3")
         asked = [[result.call.arguments["model"] for result in run.trajectory.results
                   if result.call.name == "standard_reasoner"] for run in runs]  # fmt: skip

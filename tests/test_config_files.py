@@ -98,17 +98,17 @@ def test_json_files_get_lines_too(tmp_path):
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        ("run.yaml", "max_usd: .inf\n"),
+        ("run.yaml", "max_episode_usd: .inf\n"),
         ("run.yaml", "max_seconds: .nan\n"),
-        ("run.json", '{"max_usd": Infinity}'),
+        ("run.json", '{"max_episode_usd": Infinity}'),
         ("run.json", '{"max_seconds": NaN}'),
-        ("run.json", '{"max_usd": 1e309}'),
+        ("run.json", '{"max_episode_usd": 1e309}'),
     ],
 )
 def test_non_finite_numbers_are_refused_in_config_files(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(ConfigError, match=r"(max_usd|max_seconds): Input should be a finite number"):
+    with pytest.raises(ConfigError, match=r"(max_episode_usd|max_seconds): Input should be a finite number"):
         RunConfig.from_file(path)
 
 
@@ -127,9 +127,9 @@ def test_non_finite_prices_and_limits_are_refused_everywhere(tmp_path):
 @pytest.mark.parametrize(
     "command",
     [
-        ["run", "q", "--max-usd", "inf"],
+        ["run", "q", "--max-episode-usd", "inf"],
         ["run", "q", "--max-seconds", "nan"],
-        ["data", "collect", "--tasks", "t.jsonl", "--out", "o", "--max-usd", "-inf"],
+        ["data", "collect", "--tasks", "t.jsonl", "--out", "o", "--max-run-usd", "-inf"],
         ["grade", "--responses", "r.jsonl", "--kind", "f1", "--f1-threshold", "nan"],
     ],
 )

@@ -53,7 +53,7 @@ def test_json_lines_the_cap_and_the_report(tmp_path):
     tasks = write_tasks(tmp_path / "tasks.jsonl", TASKS)
     priced = teacher_file(tmp_path, ["<answer>4</answer>"], price={"input_per_mtok": 500.0, "output_per_mtok": 500.0})
     common = ["data", "collect", "--tasks", str(tasks), "--teacher", str(priced), "--samples", "1", "--quiet"]
-    capped = runner.invoke(app, [*common, "--out", str(tmp_path / "capped"), "--max-usd", "0.000001"])
+    capped = runner.invoke(app, [*common, "--out", str(tmp_path / "capped"), "--max-run-usd", "0.000001"])
     assert capped.exit_code == 1 and "USD cap" in capped.output
     done = runner.invoke(app, [*common, "--out", str(tmp_path / "capped"), "--json"])
     assert done.exit_code == 0, done.output
@@ -96,7 +96,7 @@ def test_the_example_files_are_valid():
 
     examples = REPO / "examples" / "data"
     teacher = SystemConfig.from_file(examples / "embedded_teacher.yaml")
-    assert (teacher.policy, teacher.allow, teacher.pool) == ("serial", [], None)
+    assert (teacher.policy.name, teacher.allow, teacher.pool) == ("serial", [], None)
     assert [item.verifier for item in read_tasks(examples / "quiz.jsonl")] == ["multiple_choice"] * 4
     sft = SFTConfig.from_file(examples / "train_sft_collected.yaml")
     assert sft.max_steps == 2 and sft.model.path is None

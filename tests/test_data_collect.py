@@ -166,12 +166,12 @@ def test_a_resumed_collection_reruns_only_what_the_cap_or_a_torn_line_left(tmp_p
     teacher = {"pool": {"workers": [scripted_worker("teacher", ["<answer>4</answer>"],
                price={"input_per_mtok": 1000.0, "output_per_mtok": 1000.0})], "tools": []}}  # fmt: skip
     out = tmp_path / "out"
-    capped = CollectConfig(out=str(out), tasks=str(tasks), samples=1, concurrency=1, teacher=teacher, max_usd=1e-9)
+    capped = CollectConfig(out=str(out), tasks=str(tasks), samples=1, concurrency=1, teacher=teacher, max_run_usd=1e-9)
     funnel = asyncio.run(collect(capped, progress=False))
     assert funnel.stopped_by_budget and funnel.steps[0].left == {"not attempted: USD cap reached": 2}
     work = out / "work" / "attempts.jsonl"
     assert len(work.read_text().splitlines()) == 1
-    full = capped.model_copy(update={"max_usd": None})
+    full = capped.model_copy(update={"max_run_usd": None})
     funnel = asyncio.run(collect(full, progress=False))
     assert not funnel.stopped_by_budget and funnel.steps[0].kept == 3
     lines = work.read_text().splitlines()

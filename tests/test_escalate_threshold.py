@@ -49,7 +49,7 @@ class Scored(ChatBackend):
 
 def play(tmp_path, weights: dict[str, float], escalate_above: float | None) -> tuple[list[str], str | None]:
     """The words of an escalation episode over the cat pool, and its answer."""
-    run = RunConfig(policy="escalate", constrained="always", max_tokens=16, escalate_above=escalate_above)
+    run = RunConfig(policy={"name": "escalate", "escalate_above": escalate_above}, constrained="always", max_tokens=16)
     trajectory = asyncio.run(Executor(cat_pool(tmp_path), run, orchestrator=Scored(weights)).run(QUESTION))
     if escalate_above is not None:
         assert trajectory.metadata["escalate_above"] == escalate_above  # the run says how it decided
@@ -83,7 +83,9 @@ def test_a_threshold_per_worker_sends_the_first_escalation_to_the_highest_it_pas
     weights = {"w": 0.9, "s": 0.5, "b": 0.1, "accept": 0.4}  # w first; after its reply P(escalate) = 0.6, s first
 
     def words(escalate_above: object) -> tuple[list[str], str | None]:
-        run = RunConfig(policy="escalate", constrained="always", max_tokens=16, escalate_above=escalate_above)
+        run = RunConfig(
+            policy={"name": "escalate", "escalate_above": escalate_above}, constrained="always", max_tokens=16
+        )
         trajectory = asyncio.run(Executor(pool, run, orchestrator=Scored(weights)).run(QUESTION))
         return [turn.output for turn in trajectory.turns], trajectory.answer
 
@@ -95,33 +97,37 @@ def test_a_threshold_per_worker_sends_the_first_escalation_to_the_highest_it_pas
     # after b's reply P(escalate) = 1 − 0.4 / 0.9 still passes s's 0.2, but a worker was valued as the last asked
     assert words({"s": 0.2, "b": 0.5}) == (["w", "b", "accept"], "Four legs.")
     with pytest.raises(ConfigError, match=r"\['x'\] are no workers of the pool"):
-        Executor(pool, RunConfig(policy="escalate", escalate_above={"x": 0.5}), orchestrator=Scored(weights))
+        Executor(
+            pool, RunConfig(policy={"name": "escalate", "escalate_above": {"x": 0.5}}), orchestrator=Scored(weights)
+        )
     with pytest.raises(ConfigError, match="a blind pool hides behind new labels"):
-        blind = RunConfig(policy="escalate", escalate_above={"b": 0.5})
+        blind = RunConfig(policy={"name": "escalate", "escalate_above": {"b": 0.5}})
         Executor(three_pool(tmp_path, blind=True), blind, orchestrator=Scored(weights))
     with pytest.raises(ValueError, match="less than or equal to 1"):
-        RunConfig(policy="escalate", escalate_above={"b": 1.5})
+        RunConfig(policy={"name": "escalate", "escalate_above": {"b": 1.5}})
 
 
 def test_escalate_above_is_refused_where_it_cannot_decide(tmp_path) -> None:
     pool = cat_pool(tmp_path)
-    with pytest.raises(ConfigError, match="escalate_above applies to the escalate policy, not to 'serial'"):
-        Executor(pool, RunConfig(policy="serial", escalate_above=0.5))
+    with pytest.raises(ValueError, match="escalate_above applies to the escalate policy, not to 'serial'"):
+        RunConfig(policy={"name": "serial", "escalate_above": 0.5})
     with pytest.raises(ValueError, match=r"needs temperature 0, not 1\.0"):
-        RunConfig(policy="escalate", escalate_above=0.5, temperature=1.0)
-    sampled = RunConfig(policy="escalate", escalate_above=0.5).model_copy(update={"temperature": 1.0})
+        RunConfig(policy={"name": "escalate", "escalate_above": 0.5}, temperature=1.0)
+    sampled = RunConfig(policy={"name": "escalate", "escalate_above": 0.5}).model_copy(update={"temperature": 1.0})
     with pytest.raises(ConfigError, match="needs temperature 0"):  # a sampled attempt copies the settings
         Executor(pool, sampled, orchestrator=Scored({}))
     with pytest.raises(ConfigError, match="backend 'scripted' does not give"):
-        Executor(pool, RunConfig(policy="escalate", escalate_above=0.5), orchestrator=ScriptedBackend(["w"]))
-    never = RunConfig(policy="escalate", escalate_above=0.5, constrained="never")
+        Executor(
+            pool, RunConfig(policy={"name": "escalate", "escalate_above": 0.5}), orchestrator=ScriptedBackend(["w"])
+        )
+    never = RunConfig(policy={"name": "escalate", "escalate_above": 0.5}, constrained="never")
     with pytest.raises(ConfigError, match="with constrained: 'never'"):
         Executor(pool, never, orchestrator=Scored({}))
     system = tmp_path / "system.yaml"
-    system.write_text("policy: escalate\nescalate_above: 1.5\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"system.yaml:2.*escalate_above"):
+    system.write_text("policy:\n  name: escalate\n  escalate_above: 1.5\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"system.yaml:3.*escalate_above"):
         SystemConfig.from_file(system)
-    explored = System("teacher", pool, RunConfig(policy="escalate", escalate_above=0.5))
+    explored = System("teacher", pool, RunConfig(policy={"name": "escalate", "escalate_above": 0.5}))
     with pytest.raises(ConfigError, match="exploring plays every path"):  # `samples: all` collection
         asyncio.run(explored.explore(QUESTION))
 
@@ -171,7 +177,8 @@ def test_routing_threshold_writes_the_system_at_each_sheets_breakeven(tmp_path, 
     assert listed["breakeven"] == pytest.approx(expected) and listed["escalate_above"] == listed["breakeven"]
     assert listed["calibration"] is None and 0.0 < expected < 1.0
     written = yaml.safe_load((tmp_path / "a").read_text())
-    assert written == {**yaml.safe_load(system.read_text()), "escalate_above": listed["escalate_above"]}
+    policy = {"name": "escalate", "escalate_above": listed["escalate_above"]}
+    assert written == {**yaml.safe_load(system.read_text()), "policy": policy}
     code, output = routing_threshold(gsm8k, "--reward-from", str(reward), "--prices", str(dear))
     assert code == 0, output
     assert json.loads(output.strip().splitlines()[-1])["escalate_above"] > listed["escalate_above"]
@@ -206,7 +213,7 @@ def test_routing_threshold_prices_each_worker_of_a_pool_that_has_several_to_esca
         code, output = routing_threshold(gsm8k, *arguments)
         assert code == 0, output
         listed = json.loads(output.strip().splitlines()[-1])
-        assert yaml.safe_load(out.read_text())["escalate_above"] == listed["escalate_above"]
+        assert yaml.safe_load(out.read_text())["policy"]["escalate_above"] == listed["escalate_above"]
         thresholds[factor] = listed["escalate_above"]
     at_list = breakeven(train, CostPenalty(2.0, 0.01))
     assert expected[0.5] < at_list < expected[2.0]
@@ -239,9 +246,9 @@ def test_a_served_request_cannot_sample_a_system_that_decides_by_its_threshold()
     from podium.serve.http import ApiError
     from podium.serve.requests import EpisodeRequest, request_config
 
-    base = RunConfig(policy="escalate", escalate_above=0.4)
+    base = RunConfig(policy={"name": "escalate", "escalate_above": 0.4})
     ask = {"model": "orchestrator", "messages": [{"role": "user", "content": QUESTION}]}
-    assert request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.0), None).escalate_above == 0.4
+    assert request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.0), None).policy.escalate_above == 0.4
     with pytest.raises(ApiError, match=r"needs temperature 0, not 0\.7") as refused:
         request_config(base, Budget(), EpisodeRequest(**ask, temperature=0.7), None)
     assert (refused.value.status, refused.value.param) == (400, "temperature")
@@ -249,10 +256,11 @@ def test_a_served_request_cannot_sample_a_system_that_decides_by_its_threshold()
 
 def test_podium_check_names_a_threshold_the_orchestrator_cannot_give(tmp_path) -> None:
     system = tmp_path / "system.yaml"
-    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\nconstrained: never\n")
+    system.write_text("kind: orchestrator\npolicy:\n  name: escalate\n  escalate_above: 0.3\nconstrained: never\n")
     result = CliRunner().invoke(app, ["check", str(system)])
     assert result.exit_code == 2
-    assert f"{system}:3: escalate_above: thresholds the probabilities of the orchestrator's choices" in result.output
-    system.write_text("kind: orchestrator\npolicy: escalate\nescalate_above: 0.3\n", encoding="utf-8")
+    expected = f"{system}:4: policy.escalate_above: thresholds the probabilities of the orchestrator's choices"
+    assert expected in result.output
+    system.write_text("kind: orchestrator\npolicy: {name: escalate, escalate_above: 0.3}\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["check", str(system)])
     assert result.exit_code == 0 and "ok (system)" in result.output

@@ -115,13 +115,13 @@ def test_a_complete_last_record_without_newline_is_kept_and_terminated(tmp_path)
 
 def test_usd_cap_stops_launching_and_a_higher_cap_finishes(tmp_path):
     system = OracleSystem("oracle", delay_s=0.0, usd_per_attempt=0.01)
-    capped = _run(system, tmp_path, limit=10, concurrency=1, max_usd=0.025)
+    capped = _run(system, tmp_path, limit=10, concurrency=1, max_run_usd=0.025)
     # A third sample could cost 0.01 more than the 0.005 left: it never starts.
     assert capped.stopped_by_budget and capped.done == 2 and capped.usd == pytest.approx(0.02)
     # The cap covers the whole run, earlier invocations included.
-    still = _run(system, tmp_path, limit=10, concurrency=1, max_usd=0.0301)
+    still = _run(system, tmp_path, limit=10, concurrency=1, max_run_usd=0.0301)
     assert still.stopped_by_budget and still.done == 3
-    finished = _run(system, tmp_path, limit=10, concurrency=4, max_usd=1.0)
+    finished = _run(system, tmp_path, limit=10, concurrency=4, max_run_usd=1.0)
     assert not finished.stopped_by_budget and finished.done == 10
     assert finished.correct == sum(oracle_knows(f"gsm8k-{i}") for i in range(10))
 

@@ -61,11 +61,11 @@ def test_example_system_files_build_without_loading_a_model():
     built = {path.name: build_system(load_system_config(path)) for path in sorted(EXAMPLES.glob("*.yaml"))}
     assert set(built) >= {"embedded-orchestrator.yaml", "embedded-tools-model.yaml", "http-orchestrator.yaml"}
     orchestrator = built["embedded-orchestrator.yaml"]
-    assert isinstance(orchestrator, System) and orchestrator.config.policy == "serial"
+    assert isinstance(orchestrator, System) and orchestrator.config.policy.name == "serial"
     assert "ensemble_solver" in orchestrator.pool.registry.names()
     assert isinstance(built["embedded-single-model.yaml"], SingleModelSystem)
     served = built["http-orchestrator.yaml"]
-    assert served.config.policy == "parallel" and served.executor().orchestrator.model == "Qwen/Qwen3-8B"
+    assert served.config.policy.name == "parallel" and served.executor().orchestrator.model == "Qwen/Qwen3-8B"
     assert not served.supports("environment") and served.supports("math")
 
 

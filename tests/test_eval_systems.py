@@ -14,13 +14,13 @@ from podium.evaluate.system_config import (
     system_config_from_dict,
 )
 from podium.evaluate.systems import (
+    ItemSolver,
     MajorityVoteSystem,
     ModelCaller,
     RouteRule,
     SelfRefineSystem,
     SingleModelSystem,
     StaticRouterSystem,
-    System,
     critique_accepts,
 )
 
@@ -108,7 +108,7 @@ def test_system_config_files_build_each_baseline(tmp_path):
         "rules: [{backend: strong, keywords: [prove]}]\n"
     )
     router = build_system(load_system_config(path))
-    assert isinstance(router, System) and router.name == "static_router:cheap+strong"
+    assert isinstance(router, ItemSolver) and router.name == "static_router:cheap+strong"
     trajectory = asyncio.run(router.solve(MATH))
     words_in, words_out = trajectory.usage.input_tokens, trajectory.usage.output_tokens
     assert trajectory.usage.usd == pytest.approx((words_in * 1 + words_out * 2) / 1e6)

@@ -9,13 +9,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from podium.ablations import load_experiment, run_experiment
-from podium.ablations.config import merged
-from podium.ablations.runner import splits
-from podium.ablations.training import TRAINED_WORKER, teach, trained_system
 from podium.cli import app
 from podium.core import CallUsage, Status, ToolCall, ToolResult, Trajectory, Turn
 from podium.errors import ConfigError
+from podium.experiments import load_experiment, run_experiment
+from podium.experiments.config import merged
+from podium.experiments.runner import splits
+from podium.experiments.training import TRAINED_WORKER, teach, trained_system
 from podium.train.config import RewardConfig
 
 EXPERIMENTS = sorted((Path(__file__).resolve().parents[1] / "experiments").glob("*.yaml"))
@@ -35,7 +35,7 @@ def test_the_papers_ablations_are_all_there_and_valid_at_both_scales():
     targets = [arm.training.grpo["reward"]["paramanager_target_cost_units"] for arm in sweep.arms]
     assert targets == [4, 8, 12, 16] and all(arm.training.grpo["group_size"] == 8 for arm in sweep.arms)
     forced = load_experiment(EXPERIMENTS[0].parent / "lazy_vs_forced.yaml", "small")
-    assert [arm.system["lazy"] for arm in forced.arms] == [True, False]
+    assert [arm.system["policy"]["lazy"] for arm in forced.arms] == [True, False]
     assert forced.arms[0].system["pool"].endswith("experiments/pools/small.yaml")
 
 
@@ -196,7 +196,7 @@ def test_the_diversity_switch_removes_exactly_the_diversity_reward():
 
 
 def test_a_finished_training_stage_is_reused_only_with_the_same_config(tmp_path):
-    from podium.ablations.training import _stage
+    from podium.experiments.training import _stage
     from podium.train.sft import TrainResult
 
     def train():

@@ -37,7 +37,7 @@ def play_on(pool, run: RunConfig, question: str):
 
 def test_every_path_of_an_escalation_episode_is_played_once(tmp_path) -> None:
     pool = cat_pool(tmp_path, tools=["check_arithmetic"])
-    run = RunConfig(policy="escalate", verify="check_arithmetic", constrained="always", max_tokens=16)
+    run = RunConfig(policy={"name": "escalate", "verify": "check_arithmetic"}, constrained="always", max_tokens=16)
     leaves = asyncio.run(explore(play_on(pool, run, "How many legs has a cat?"), UniformScorer("policy")))
     answers = {tuple(turn.output for turn in leaf.turns): leaf.answer for leaf in leaves}
     weak, strong = "It has 1 + 2 = 4 legs.\n#### 4", "It has 4 legs."
@@ -172,7 +172,7 @@ def test_the_oracle_teacher_keeps_the_cheapest_correct_path(tmp_path) -> None:
                 "price": {"input_per_mtok": p, "output_per_mtok": p}} for n, p in (("w", 1), ("s", 30))]  # fmt: skip
     pool = PoolConfig.model_validate({"workers": workers, "tools": ["check_arithmetic"], "roles": ["standard_reasoner"],
                                       "workers_as_tools": False})  # fmt: skip
-    teacher = {"pool": pool, "policy": "escalate", "verify": "check_arithmetic", "max_tokens": 16}
+    teacher = {"pool": pool, "policy": {"name": "escalate", "verify": "check_arithmetic"}, "max_tokens": 16}
     config = CollectConfig(tasks=str(tasks), out=str(tmp_path / "out"), teacher=teacher, samples="all",
                            prefer_recovered=False, prefer_cheap=True, max_tool_share=1.0)  # fmt: skip
     funnel = asyncio.run(collect(config, progress=False))

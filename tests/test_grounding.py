@@ -125,7 +125,7 @@ def test_a_cancelled_episode_reports_what_ran_and_what_it_cut_short() -> None:
             return await super()._complete(request)
 
     backend = SlowSecondTurn([call("multiply", a=2, b=3), "<answer>6</answer>"], model="orchestrator", price=PRICE)
-    executor = Executor(scripted_pool(), RunConfig(max_usd=100.0), orchestrator=backend)
+    executor = Executor(scripted_pool(), RunConfig(max_episode_usd=100.0), orchestrator=backend)
 
     async def cancel_during_the_second_generation() -> None:
         episode = asyncio.ensure_future(executor.run("q", tools=(multiply,), on_event=events.append))

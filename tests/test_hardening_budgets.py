@@ -95,7 +95,7 @@ def test_spend_never_crosses_the_usd_cap(
         calls = ["<reasoning>go</reasoning>" + "".join(calls)]
     price = ModelPrice(input_per_mtok=orchestrator_price[0], output_per_mtok=orchestrator_price[1])
     orchestrator = Reporting(price, orchestrator_usage, calls)
-    config = RunConfig(policy=policy, max_usd=cap, max_turns=4, max_tokens=128, summarize_on_stop=False)
+    config = RunConfig(policy=policy, max_episode_usd=cap, max_turns=4, max_tokens=128, summarize_on_stop=False)
     trajectory = asyncio.run(Executor(pool, config, orchestrator=orchestrator).run(question, tools=[metered_tool()]))
     assert trajectory.usage.usd <= cap * (1 + CAP_SLACK)
     assert all(turn.usage.output_tokens <= 128 for turn in trajectory.turns)
@@ -109,7 +109,7 @@ def test_a_per_second_tool_priced_at_the_cap_is_charged_at_most_the_cap() -> Non
     )
     cap = 0.2 * 0.05  # the tool's bound, exactly
     orchestrator = Reporting(ModelPrice(input_per_mtok=0, output_per_mtok=0), (1, 1), [call("meter")])
-    config = RunConfig(max_usd=cap, max_turns=3)
+    config = RunConfig(max_episode_usd=cap, max_turns=3)
     trajectory = asyncio.run(Executor(pool, config, orchestrator=orchestrator).run("q", tools=[metered_tool()]))
     charged = [result for result in trajectory.results if result.executed]
     assert charged and charged[0].status is Status.TIMEOUT and charged[0].usage.usd <= cap

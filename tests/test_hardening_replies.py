@@ -182,7 +182,7 @@ def test_a_lying_worker_cannot_overspend_the_cap() -> None:
     expensive = ModelPrice(input_per_mtok=100.0, output_per_mtok=300.0)  # 10M tokens would cost $3,000
     with server.running() as url:
         calls = orchestrator(_call("worker"), repeat_last=True)
-        executor = Executor(_pool(url, expensive), RunConfig(max_usd=0.05, max_turns=20), orchestrator=calls)
+        executor = Executor(_pool(url, expensive), RunConfig(max_episode_usd=0.05, max_turns=20), orchestrator=calls)
         trajectory = asyncio.run(executor.run("What is 2+2?"))
     served = [result for result in trajectory.results if result.ok]
     assert served and all(result.usage.output_tokens == 50 for result in served)  # max_tokens, not 10M

@@ -8,7 +8,7 @@ from podium.costs.prices import ModelPrice
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.context import EpisodeContext, current_episode
-from podium.pool.pool import blind_labels, build_pool, load_pool_config
+from podium.pool.pool import blind_labels, build_pool, embedded_pool_config, load_pool_config, resolve_pool_config
 
 
 def scripted(name, replies, **fields):
@@ -67,6 +67,14 @@ def test_relative_price_file_is_found_beside_the_pool_file(tmp_path):
     price = pool.backends["a"].price
     assert (price.input_per_mtok, price.output_per_mtok) == (3, 4)
     assert price.source == f"price sheet {(tmp_path / 'prices.yaml').resolve()}"
+
+
+def test_a_pool_reference_is_a_file_an_inline_pool_or_the_embedded_pool(tmp_path):
+    (tmp_path / "pool.yaml").write_text("workers:\n  - {name: a, backend: scripted, model: m, replies: [x]}\n")
+    inline = PoolConfig(workers=[WorkerConfig(name="b", backend="scripted", model="m", replies=["y"])])
+    assert resolve_pool_config(str(tmp_path / "pool.yaml")) == load_pool_config(tmp_path / "pool.yaml")
+    assert resolve_pool_config(inline) is inline
+    assert resolve_pool_config(None) == embedded_pool_config()
 
 
 def test_a_model_is_a_tool_with_its_description_price_and_usage():

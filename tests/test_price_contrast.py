@@ -26,7 +26,7 @@ def sheets() -> list[PriceCatalog]:
 def contrast_config(**changes: object):
     from podium.train.config import GRPOConfig
 
-    rollout = {"policy": "escalate", "verify": "check_arithmetic", "max_tokens": 16, "temperature": 1.0,
+    rollout = {"policy": {"name": "escalate", "verify": "check_arithmetic"}, "max_tokens": 16, "temperature": 1.0,
                "price_sheets": ["cheap.yaml", "dear.yaml"], "price_contrast": True}  # fmt: skip
     settings = {"tasks": "t.jsonl", "output_dir": "o", "group_size": 4, "batch_size": 8, "advantage": "expected",
                 "drop_malformed": False, "drop_unanswered": False, "min_group_std": 0.0, "rollout": rollout,

@@ -54,7 +54,7 @@ def test_a_plan_routes_nodes_to_primitives_with_the_episodes_attachments(ledger)
 def test_a_route_whose_cost_could_cross_the_budget_is_refused_before_it_runs(ledger):
     pool = pool_with(["unused"], ["database_query", "direct_answer"])
     backend = orchestrator(PLAN, "<verify>refused</verify>\n<final_answer>unknown</final_answer>")
-    executor = Executor(pool, RunConfig(policy="dag", max_usd=1e-9), orchestrator=backend)
+    executor = Executor(pool, RunConfig(policy="dag", max_episode_usd=1e-9), orchestrator=backend)
     trajectory = asyncio.run(executor.run("Who bought the most?", attachments=[ledger]))
     refused = trajectory.turns[0].results[0]
     assert refused.refused is Refusal.BUDGET and pool.backends["w"].requests == []
@@ -116,8 +116,10 @@ def test_forced_decomposition_in_an_episode_and_only_for_the_dag_policy():
     backend = orchestrator(
         "<final_answer>42</final_answer>", plan, "<verify>ok</verify><final_answer>42</final_answer>"
     )
-    trajectory = asyncio.run(Executor(pool, RunConfig(policy="dag", lazy=False), orchestrator=backend).run("6*7?"))
+    trajectory = asyncio.run(
+        Executor(pool, RunConfig(policy={"name": "dag", "lazy": False}), orchestrator=backend).run("6*7?")
+    )
     assert "decomposition is forced" in trajectory.turns[0].parse_error
     assert trajectory.turns[1].results[0].value["answer"] == "42" and trajectory.answer == "42"
-    with pytest.raises(ConfigError, match="applies to the dag policy"):
-        Executor(pool, RunConfig(policy="serial", lazy=False))
+    with pytest.raises(ValueError, match="applies to the dag policy"):
+        RunConfig(policy={"name": "serial", "lazy": False})

@@ -58,13 +58,13 @@ def outcomes(out: Path) -> list[tuple[str, str | None, bool, float]]:
 
 def test_eval_on_ray_matches_local_and_keeps_resume_lock_and_cap(cluster, tmp_path) -> None:
     bound = 1.0  # each episode's own cap, which each sample reserves from the run's
-    config = {**system(), "max_usd": bound}
+    config = {**system(), "max_episode_usd": bound}
     local = evaluate(config, tmp_path / "local", None, limit=6)
     per_attempt = local.usd / 6
     # Room for one bound and one and a half attempts: the second sample starts once the first has cost less than
     # its bound, a third never does.
     cap = bound + 1.5 * per_attempt
-    capped = evaluate(config, tmp_path / "ray", "auto", limit=6, max_usd=cap)
+    capped = evaluate(config, tmp_path / "ray", "auto", limit=6, max_run_usd=cap)
     assert capped.stopped_by_budget and capped.done == 2 and capped.usd <= cap
     finished = evaluate(config, tmp_path / "ray", "auto", limit=6)
     assert finished.resumed == capped.done and finished.done == 6 and not finished.stopped_by_budget

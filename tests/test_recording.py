@@ -158,13 +158,13 @@ def test_a_recording_stops_at_its_usd_cap_and_resumes_without_asking_again(tmp_p
     with workers_server() as url:
         pool = write_pool(tmp_path / "pool.yaml", url)
         settings = RecordConfig(pool=str(pool), benchmark="mmlu_pro", limit=6, out=str(tmp_path / "rec"),
-                                max_tokens=64, max_usd=0.004, concurrency=2)  # fmt: skip
+                                max_tokens=64, max_run_usd=0.004, concurrency=2)  # fmt: skip
         capped = RecordingJob.prepare(settings, "test")
         runner = asyncio.run(capped.run(progress=False))
         assert runner.stopped_by_budget and runner.spent <= 0.004
         done = len(Recording.load(tmp_path / "rec").outcomes)
         assert 0 < done < 18
-        full = settings.model_copy(update={"max_usd": None})
+        full = settings.model_copy(update={"max_run_usd": None})
         asyncio.run(RecordingJob.prepare(full, "test").run(progress=False))
         assert len(Recording.load(tmp_path / "rec").outcomes) == 18
         before = Path(tmp_path / "rec" / "outcomes.jsonl").read_bytes()

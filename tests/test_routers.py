@@ -241,7 +241,7 @@ def test_escalation_episode_escalates_and_accepts_the_whole_last_reply(tmp_path)
 
 def test_escalation_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(tmp_path) -> None:
     pool = cat_pool(tmp_path, tools=["check_arithmetic"])
-    run = RunConfig(policy="escalate", verify="check_arithmetic", reply_chars=0)
+    run = RunConfig(policy={"name": "escalate", "verify": "check_arithmetic", "reply_chars": 0})
     trajectory = asyncio.run(
         Executor(pool, run, orchestrator=ScriptedBackend(["w", "accept"])).run("How many legs has a cat?")
     )
@@ -250,18 +250,20 @@ def test_escalation_verify_tool_reports_on_each_reply_and_reply_chars_hides_it(t
     assert observation.startswith("w replied (10 words).\ncheck_arithmetic: 1 of 1 calculations wrong: 1 + 2 = 4")
     assert "1 + 2 = 4 legs" not in observation.split("\n")[0]
     with pytest.raises(ConfigError, match="verify"):
-        Executor(pool, RunConfig(policy="escalate", verify="python"))
+        Executor(pool, RunConfig(policy={"name": "escalate", "verify": "python"}))
     question_only = asyncio.run(
-        Executor(pool, RunConfig(policy="escalate", reply_chars=0), orchestrator=ScriptedBackend(["w", "accept"])).run(
-            "How many legs has a cat?"
-        )
+        Executor(
+            pool,
+            RunConfig(policy={"name": "escalate", "reply_chars": 0}),
+            orchestrator=ScriptedBackend(["w", "accept"]),
+        ).run("How many legs has a cat?")
     )
     assert question_only.messages[3].content == "w replied." and question_only.answer.endswith("#### 4")
 
 
 def test_prices_at_decision_name_each_worker_not_asked_yet_after_a_reply(tmp_path) -> None:
     pool = cat_pool(tmp_path, tools=["check_arithmetic"])
-    run = RunConfig(policy="escalate", verify="check_arithmetic", prices_at_decision=True)
+    run = RunConfig(policy={"name": "escalate", "verify": "check_arithmetic", "prices_at_decision": True})
     trajectory = asyncio.run(
         Executor(pool, run, orchestrator=ScriptedBackend(["w", "s", "accept"])).run("How many legs has a cat?")
     )
@@ -271,12 +273,14 @@ def test_prices_at_decision_name_each_worker_not_asked_yet_after_a_reply(tmp_pat
     assert "Not asked yet" not in after_s  # every worker has answered: accept is all that is left
     plain = asyncio.run(
         Executor(
-            pool, run.model_copy(update={"prices_at_decision": False}), orchestrator=ScriptedBackend(["w", "s"])
+            pool,
+            run.model_copy(update={"policy": run.policy.model_copy(update={"prices_at_decision": False})}),
+            orchestrator=ScriptedBackend(["w", "s"]),
         ).run("How many legs has a cat?")
     )
     assert plain.messages[3].content == after_w.rsplit("\n", 1)[0]  # off (the default), the line is all it leaves out
-    with pytest.raises(ConfigError, match="prices_at_decision applies to the escalate policy, not to 'serial'"):
-        Executor(pool, RunConfig(policy="serial", prices_at_decision=True))
+    with pytest.raises(ValueError, match="prices_at_decision applies to the escalate policy, not to 'serial'"):
+        RunConfig(policy={"name": "serial", "prices_at_decision": True})
 
 
 def test_the_routing_report_charts_and_tabulates_every_system(tmp_path) -> None:

@@ -86,7 +86,7 @@ def test_an_orchestrator_reading_no_reply_routes_from_the_question_and_is_graded
     pool = replay_pool(write_subjects(tmp_path / "mmlu"))
     orchestrator = ScriptedBackend(["w", "s", "accept"])
     trajectory = asyncio.run(
-        Executor(pool, RunConfig(policy="escalate", reply_chars=0), orchestrator=orchestrator).run(ALGEBRA)
+        Executor(pool, RunConfig(policy={"name": "escalate", "reply_chars": 0}), orchestrator=orchestrator).run(ALGEBRA)
     )
     assert [message.content for message in trajectory.messages if message.role == "user"][1:] == [
         "w replied.",

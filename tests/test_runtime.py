@@ -184,7 +184,7 @@ def test_dag_replan_needs_verify_and_a_higher_round() -> None:
 
 def test_usd_budget_is_never_exceeded() -> None:
     backend = orchestrator(*[call("standard_reasoner", subtask="think " * 20)] * 20, price=PRICE)
-    trajectory = run(scripted_pool(), backend, max_usd=0.5)
+    trajectory = run(scripted_pool(), backend, max_episode_usd=0.5)
     assert trajectory.usage.usd <= 0.5
     assert trajectory.stop_reason is StopReason.MAX_USD
     refused = [r for r in trajectory.results if r.status is Status.EXEC_ERR and "budget" in (r.reason or "")]
@@ -193,7 +193,7 @@ def test_usd_budget_is_never_exceeded() -> None:
 
 def test_calls_in_one_round_jointly_respect_the_usd_cap() -> None:
     four = "".join(call("standard_reasoner", subtask=f"variant {index}") for index in range(4))
-    trajectory = run(scripted_pool(), orchestrator(four, call("final_answer")), policy="parallel", max_usd=1.0)
+    trajectory = run(scripted_pool(), orchestrator(four, call("final_answer")), policy="parallel", max_episode_usd=1.0)
     statuses = [result.status for result in trajectory.turns[0].results]
     assert Status.OK in statuses and Status.EXEC_ERR in statuses  # each reserves $0.367: two of four fit
     assert trajectory.usage.usd <= 1.0

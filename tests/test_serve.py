@@ -36,7 +36,7 @@ MODEL = "tiny-orchestrator"
 
 def test_sync_client_runs_one_episode_per_request(tmp_path) -> None:
     trace = tmp_path / "served.jsonl"
-    with served(system(max_usd=5.0), trace=str(trace)) as url:
+    with served(system(max_episode_usd=5.0), trace=str(trace)) as url:
         api = client(url)
         assert [model.id for model in api.models.list()] == ["tiny-orchestrator"]
         response = api.chat.completions.create(

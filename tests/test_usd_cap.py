@@ -1,4 +1,4 @@
-"""`--max-usd` is a hard cap: over random concurrent runs (costs, bounds, delays, concurrency, caps, resumes) the
+"""`--max-run-usd` is a hard cap: over random concurrent runs (costs, bounds, delays, concurrency, caps, resumes) the
 spend of an evaluation or a data stage never crosses it, and a sample whose cost cannot be bounded is refused."""
 
 import asyncio
@@ -66,7 +66,7 @@ def test_evaluation_spend_never_crosses_the_cap(bounds, cap, concurrency, seed, 
         for limit in (min(first_limit, len(bounds)), len(bounds)):  # a resumed run counts the earlier spend
             summary = asyncio.run(
                 run_eval(
-                    GSM8K, system, out=Path(out), limit=limit, concurrency=concurrency, max_usd=cap, progress=False
+                    GSM8K, system, out=Path(out), limit=limit, concurrency=concurrency, max_run_usd=cap, progress=False
                 )
             )
             assert summary.usd <= cap + 1e-12
@@ -125,6 +125,6 @@ def test_a_sample_without_a_cost_bound_is_refused_under_a_cap_before_anything_is
             raise AssertionError("never started")
 
     out = tmp_path / "run"
-    with pytest.raises(EvalError, match=r"hard cap.*give the system its own max_usd"):
-        asyncio.run(run_eval(GSM8K, Unbounded(), out=out, limit=2, max_usd=1.0, progress=False))
+    with pytest.raises(EvalError, match=r"hard cap.*give the system its own max_episode_usd"):
+        asyncio.run(run_eval(GSM8K, Unbounded(), out=out, limit=2, max_run_usd=1.0, progress=False))
     assert not out.exists()

@@ -14,11 +14,14 @@ cannot expand into a huge tree (an alias bomb) that validation would then walk f
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ModelWrapValidatorHandler, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core.core_schema import ErrorType
 
 from podium.errors import ConfigError
 
@@ -30,6 +33,22 @@ MAX_ALIAS_NODES = 1_000
 JSON schema of that size takes validation about 0.2 s)."""
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 _MESSAGE_PREFIXES = ("Value error, ", "Assertion failed, ")
+_PYDANTIC_ERRORS = frozenset(get_args(ErrorType))
+
+
+MAX_USD_SPLIT = {
+    "max_usd": "two settings now: max_episode_usd, the most one episode may spend (a run or system config's), and "
+    "max_run_usd, the most a whole run may spend (podium eval, a data stage, a recording, an experiment scale)"
+}
+"""How a config refuses ``max_usd``, which named both caps once (:attr:`Config.moved`)."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """The value type of a field's command-line option where the field's own type does not say it (a policy given
+    by name, whose config is a mapping); the field's validation reads the option's value."""
+
+    kind: Any
 
 
 class Config(BaseModel):
@@ -39,6 +58,19 @@ class Config(BaseModel):
     model_config = ConfigDict(
         extra="forbid", use_attribute_docstrings=True, validate_assignment=True, allow_inf_nan=False
     )
+    moved: ClassVar[dict[str, str]] = {}
+    """Keys this config had once → where their setting is now: such a key is refused with that message rather
+    than as an unknown field."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refuse_moved_keys(cls, data: Any, handler: ModelWrapValidatorHandler["Config"]) -> "Config":
+        try:
+            return handler(data)
+        except ValidationError as error:
+            if not isinstance(data, dict) or not data.keys() & cls.moved.keys():
+                raise
+            raise moved_keys_error(error, cls.moved) from None
 
     @classmethod
     def from_dict(
@@ -56,6 +88,21 @@ class Config(BaseModel):
     def from_file(cls: type[ConfigT], path: str | Path) -> ConfigT:
         """Load a YAML or JSON file into this config."""
         return cls.from_dict(read_structured_file(path), source=str(path))
+
+
+def moved_keys_error(error: ValidationError, moved: Mapping[str, str]) -> ValidationError:
+    """``error`` with each unknown key of ``moved`` (at the top of the config) reported with where it went."""
+    details = []
+    for problem in error.errors():
+        location = problem["loc"]
+        if problem["type"] == "extra_forbidden" and len(location) == 1 and location[0] in moved:
+            kind: Any = PydanticCustomError("moved", "{where}", {"where": moved[str(location[0])]})
+        elif problem["type"] in _PYDANTIC_ERRORS:
+            kind = problem["type"]
+        else:  # a validator's own error type: its message as it was
+            kind = PydanticCustomError(problem["type"], "{message}", {"message": problem["msg"]})
+        details.append(InitErrorDetails(type=kind, loc=location, input=problem["input"], ctx=problem.get("ctx", {})))
+    return ValidationError.from_exception_data(error.title, details)
 
 
 def describe_validation_error(

@@ -250,7 +250,7 @@ def _stage(findings: Findings, data: Any) -> None:
     stages: list[type[Config]] = [
         CollectConfig, DifficultyConfig, CurriculumConfig, ClassifyConfig, PreferenceConfig, SynthConfig,
     ]  # fmt: skip
-    fitting = [stage for stage in stages if set(data) <= set(stage.model_fields)]
+    fitting = [stage for stage in stages if set(data) - set(stage.moved) <= set(stage.model_fields)]
     if not fitting:
         raise ConfigError("out: fields of no data stage together; check the stage's --help for its fields")
     config = fitting[0].from_dict(data, source=str(findings.path))
@@ -297,7 +297,7 @@ def _grpo(findings: Findings, data: Any) -> None:
 
 
 def _experiment(findings: Findings, data: Any) -> None:
-    from podium.ablations import arm_errors, load_experiment
+    from podium.experiments import arm_errors, load_experiment
 
     for scale in ("small", "full"):
         for error in arm_errors(load_experiment(findings.path, scale)):  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from podium.core.progress import EpisodeEvent, PipedReports
 from podium.core.trajectory import Trajectory
 from podium.costs.prices import PriceCatalog
 from podium.errors import PodiumError
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import Pool, build_pool, resolve_pool_config
 from podium.runtime.checks import Problem, run_problems
 from podium.sandbox import SandboxConfig
 
@@ -48,6 +48,10 @@ UnisolatedOption = Annotated[
     typer.Option("--allow-unisolated", help="Run code without isolation if bubblewrap is unavailable (unsafe)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+ConfigFileOption = Annotated[
+    Path | None, typer.Option("--config", help="Config file (YAML/JSON) of the command's fields; flags override it.")
+]
 
 
 def fail(error: Exception, code: int = 2) -> typer.Exit:
@@ -65,7 +69,7 @@ def open_pool(
 ) -> Pool:
     """The pool of a command: the file's or the embedded one, with the command's overrides."""
     try:
-        config = load_pool_config(pool) if pool else embedded_pool_config()
+        config = resolve_pool_config(pool)
         if sandbox_config is not None:
             config.sandbox = SandboxConfig.from_file(sandbox_config)
         if allow_unisolated:

@@ -1,6 +1,6 @@
 """``podium data``: the stages that make training data (collect, filter-rl, curriculum, classify-failures,
 preferences). Each writes JSONL into ``--out``, resumes when rerun with the same ``--out``, stops starting work at
-``--max-usd``, shows progress on stderr and ends with its funnel (a table, or JSON Lines with ``--json``).
+``--max-run-usd``, shows progress on stderr and ends with its funnel (a table, or JSON Lines with ``--json``).
 
 Every option is generated from the field of the stage's config behind it (:mod:`podium.cli.fields`); ``--config
 FILE`` (YAML/JSON) gives any field, and flags that are given override the file. A teacher or solver option takes
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, fail, report_funnel
+from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.data import (
     ClassifyConfig,
@@ -37,10 +37,9 @@ from podium.solve.records import Funnel
 app = typer.Typer(help="Make training data: teacher trajectories, RL sets, curricula, failure classes, preferences.")
 
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="Stage config (YAML/JSON); flags override it.")]
-Quiet = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ITEMS = ("benchmark", "tasks", "limit", "exclude", "data_dir")
 """The fields of a stage's item source."""
-RUN = ("concurrency", "max_usd", "seed")
+RUN = ("concurrency", "max_run_usd", "seed")
 """How a stage runs."""
 
 
@@ -58,7 +57,7 @@ def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as
 @config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "samples", "temperature", "per_question",
                                 "max_tool_share", "keep_wrong", "prefer_recovered", "constraints", *RUN))  # fmt: skip
 def collect_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: Quiet = False, *, flags: Flags
+    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
 ) -> None:
     """Teacher trajectories for SFT (ParaManager): n attempts per question, graded, filtered, balanced."""
     _run(CollectConfig, config, flags, collect, quiet, as_json)
@@ -72,7 +71,7 @@ def filter_rl_command(
     worker: Annotated[str | None, typer.Option("--worker", help="Worker that answers (default: the first).")] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -88,7 +87,7 @@ def filter_rl_command(
                                    "probe_temperature", "sft_temperatures", "rl_temperatures", "constraints",
                                    "preferences", *RUN))  # fmt: skip
 def curriculum_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: Quiet = False, *, flags: Flags
+    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
 ) -> None:
     """Uno's verifier-gated curriculum: π0 and π* at pass@k split the tasks into SFT and RL data."""
     _run(CurriculumConfig, config, flags, curriculum, quiet, as_json)
@@ -96,14 +95,14 @@ def curriculum_command(
 
 @app.command("classify-failures")
 @config_options(ClassifyConfig, ("out", "pool", "worker", "max_words", "min_count", "attempts", "max_tokens",
-                                 "concurrency", "max_usd"))  # fmt: skip
+                                 "concurrency", "max_run_usd"))  # fmt: skip
 def classify_failures_command(
     inputs: Annotated[
         list[str] | None, typer.Argument(help="failures.jsonl files, eval runs or results files.")
     ] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -125,7 +124,7 @@ def preferences_command(
     ] = None,
     config: ConfigFile = None,
     as_json: JsonOption = False,
-    quiet: Quiet = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:

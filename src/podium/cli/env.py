@@ -28,7 +28,9 @@ from podium.runtime import RunConfig
 app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
 TurnTokensOption = Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn, in tokens.")]
-UsdOption = Annotated[float | None, typer.Option("--max-usd", help="USD cap of the agent's episode (default: none).")]
+UsdOption = Annotated[
+    float | None, typer.Option("--max-episode-usd", help="USD cap of the agent's episode (default: none).")
+]
 DataDirOption = Annotated[
     Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
 ]
@@ -141,7 +143,7 @@ def env_run(
     policy: Annotated[PolicyName, typer.Option("--policy", help="Action space (only serial can converse).")] = "serial",
     max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Most orchestrator turns, all replies.")] = 10,
     max_tokens: TurnTokensOption = 256,
-    max_usd: UsdOption = None,
+    max_episode_usd: UsdOption = None,
     allow: Annotated[
         list[str] | None,
         typer.Option(
@@ -166,9 +168,8 @@ def env_run(
     domain = _load(domain_name, data)
     chosen = _task(domain, task)
     try:
-        settings = RunConfig(
-            policy=policy, max_turns=max_turns, max_tokens=max_tokens, max_usd=max_usd, allow=allow, deny=deny or []
-        )
+        settings = RunConfig(policy=policy, max_turns=max_turns, max_tokens=max_tokens,
+                             max_episode_usd=max_episode_usd, allow=allow, deny=deny or [])  # fmt: skip
         user = UserSimulatorConfig(worker=user_worker, max_turns=user_turns, max_tokens=user_tokens)
         opened = open_pool(pool, allow_unisolated=allow_unisolated)
         episode = asyncio.run(run_task(opened, settings, domain, chosen, user=user))

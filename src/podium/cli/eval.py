@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from podium.cli.common import fail
+from podium.cli.common import ConfigFileOption, fail
+from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
 from podium.core.preference import Preference
@@ -19,6 +20,7 @@ from podium.core.progress import ProgressBar
 from podium.costs.prices import PriceCatalog
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
+from podium.evaluate.config import EvalConfig
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
@@ -30,119 +32,65 @@ from podium.solve.jsonl import tasks_benchmark
 
 console = make_console()
 errors = make_console(stderr=True)
-PreferencesOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--preferences",
-        help="Preference pairs (JSONL from `podium data preferences`, or a YAML/JSON list of instruction and weights): "
-        "item i gets pair i mod n, its instruction appended to the task and its vector kept for rewards.",
-    ),
-]
+EVAL_FIELDS = ("system", "out", "benchmark", "tasks", "samples", "limit", "concurrency", "max_run_usd", "data_dir",
+               "hub", "sandbox_config", "quiet", "ray", "tau2_results", "preferences", "prices")  # fmt: skip
+"""Every field of :class:`EvalConfig`, each a flag."""
 
 
-BenchmarkOption = Annotated[
-    str | None, typer.Option("--benchmark", help="Benchmark name (gsm8k, math500, gpqa_diamond, …).")
-]
-TasksOption = Annotated[
-    Path | None,
-    typer.Option("--tasks", help="Or a tasks file (JSONL of question, gold, verifier, optional id and metadata)."),
-]
-EvalPricesOption = Annotated[
-    Path | None,
-    typer.Option("--prices", help="Price sheet merged over the system pool's prices (evaluate under unseen prices)."),
-]
-SystemOption = Annotated[
-    Path,
-    typer.Option(
-        "--system",
-        help="System config file (YAML/JSON): its kind (single_model, majority_vote, self_refine, static_router, "
-        "tools_model, orchestrator) and settings.",
-    ),
-]
-Tau2ResultsOption = Annotated[
-    Path | None,
-    typer.Option("--tau2-results", help="Also write the run's tau2 conversations here, as `tau2 run` saves them."),
-]
-
-
-RayOption = Annotated[
-    str | None,
-    typer.Option(
-        "--ray",
-        help="Solve samples on Ray workers: 'local' (start Ray here), 'auto' (join this machine's cluster) or an "
-        "address (HOST:6379, ray://HOST:10001); resume, lock and --max-usd stay here (needs the ray extra).",
-    ),
-]
-
-
-def eval_command(
-    system: SystemOption,
-    out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
-    benchmark: BenchmarkOption = None,
-    tasks: TasksOption = None,
-    samples: Annotated[int, typer.Option("--samples", min=1, help="Samples per item (k, for pass@2/mean@k).")] = 1,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N items.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Samples solved at once.")] = 4,
-    max_usd: Annotated[
-        float | None,
-        typer.Option("--max-usd", min=0.0, help="Stop starting samples once the run has spent this many USD."),
-    ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
-    ] = None,
-    hub: Annotated[
-        bool, typer.Option("--hub", help="Load the benchmark from the Hugging Face hub (needs datasets).")
-    ] = False,
-    sandbox_config: Annotated[
-        Path | None, typer.Option("--sandbox-config", help="Sandbox limits for code verifiers (SandboxConfig file).")
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-    ray: RayOption = None,
-    tau2_results: Tau2ResultsOption = None,
-    preferences: PreferencesOption = None,
-    prices: EvalPricesOption = None,
-) -> None:
+@config_options(EvalConfig, EVAL_FIELDS)
+def eval_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
     try:
-        chosen = _benchmark(benchmark, tasks)
-        config = load_system_config(system)
-        chosen_preferences = _preferences(preferences)
-        grader = _grader(config.grading, sandbox_config, data_dir)
-        sheet = PriceCatalog.from_file(prices) if prices is not None else None
-        with solving_system(config, ray, concurrency, sheet) as built:
-            summary = asyncio.run(
-                run_eval(
-                    chosen,
-                    built,
-                    out=out,
-                    samples=samples,
-                    limit=limit,
-                    concurrency=concurrency,
-                    max_usd=max_usd,
-                    system_config=_system_dump(config, sheet),
-                    data_dir=data_dir,
-                    source="hub" if hub else "local",
-                    grader=grader,
-                    progress=not quiet,
-                    preferences=chosen_preferences,
-                )
-            )
-        _export_tau2(out, tau2_results, data_dir, quiet)
+        settings = load_config(EvalConfig, config, flags)
+        summary, benchmark, system, grader = _evaluate(settings)
     except NotRunnable as error:  # a system that cannot produce an action: named with its file, nothing run
-        raise fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
+        raise fail(NotRunnable(f"{settings.system} ({error.source})", error.problems)) from error
     except PodiumError as error:
         raise fail(error) from error
-    report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
+    report_summary(summary, benchmark, system, settings.max_run_usd, grader)
 
 
-def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:
+def _evaluate(settings: EvalConfig) -> tuple[EvalSummary, str, str, str]:
+    """Run the evaluation ``settings`` describe: its summary, the benchmark's, system's and grader's names."""
+    chosen = _benchmark(settings.benchmark, settings.tasks)
+    config = load_system_config(settings.system)
+    data_dir = _path(settings.data_dir)
+    grader = _grader(config.grading, _path(settings.sandbox_config), data_dir)
+    sheet = PriceCatalog.from_file(settings.prices) if settings.prices is not None else None
+    with solving_system(config, settings.ray, settings.concurrency, sheet) as built:
+        summary = asyncio.run(
+            run_eval(
+                chosen,
+                built,
+                out=settings.out,
+                samples=settings.samples,
+                limit=settings.limit,
+                concurrency=settings.concurrency,
+                max_run_usd=settings.max_run_usd,
+                system_config=_system_dump(config, sheet),
+                data_dir=data_dir,
+                source="hub" if settings.hub else "local",
+                grader=grader,
+                progress=not settings.quiet,
+                preferences=_preferences(_path(settings.preferences)),
+            )
+        )
+    _export_tau2(Path(settings.out), _path(settings.tau2_results), data_dir, settings.quiet)
+    return summary, chosen.name, built.name, grader.grader_name(chosen.verifier)
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _benchmark(name: str | None, tasks: str | None) -> Benchmark:
     """The benchmark named, or the tasks file as one."""
     if (name is None) == (tasks is None):
         raise ConfigError("give --benchmark NAME or --tasks FILE (one of them)")
     return get_benchmark(name) if name is not None else tasks_benchmark(tasks)  # type: ignore[arg-type]
 
 
-LATER_FIELDS = ("grading", "instructions", "escalate_above", "prices_at_decision")
+LATER_FIELDS = ("grading", "instructions")
 """Fields system configs gained after runs were recorded: left out of the manifest while at their defaults, so
 those runs resume."""
 
@@ -190,7 +138,7 @@ def _grader(grading: GradingConfig | None, sandbox_config: Path | None, data_dir
     return Grader.from_config(grading or GradingConfig(), sandbox_config=sandbox, data_dir=data_dir)
 
 
-def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: float | None, grader: str) -> None:
+def report_summary(summary: EvalSummary, benchmark: str, system: str, max_run_usd: float | None, grader: str) -> None:
     """The run's totals and who graded them; exits 1 when every sample failed (naming the most common reason) or
     the USD cap stopped it before every sample ran."""
     for note in summary.repairs:  # what resuming had to set right: a torn line, a changed manifest
@@ -212,8 +160,8 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_usd: f
         raise typer.Exit(1)
     if summary.stopped_by_budget:
         console.print(
-            f"stopped at the USD cap (${max_usd}): {summary.total - summary.done} samples not run; "
-            "rerun with a higher --max-usd to finish",
+            f"stopped at the USD cap (${max_run_usd}): {summary.total - summary.done} samples not run; "
+            "rerun with a higher --max-run-usd to finish",
             highlight=False,
             soft_wrap=True,
         )

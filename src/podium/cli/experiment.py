@@ -11,11 +11,11 @@ from typing import Annotated, Literal
 
 import typer
 
-from podium.ablations import ArmResult, arm_errors, load_experiment, run_experiment
-from podium.cli.common import JsonOption, console, errors, fail
+from podium.cli.common import JsonOption, QuietOption, console, errors, fail
 from podium.cli.output import print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
+from podium.experiments import ArmResult, arm_errors, load_experiment, run_experiment
 
 app = typer.Typer(help="The papers' ablations as configs: run them and compare the arms side by side.")
 
@@ -35,7 +35,7 @@ def run_command(
     data_dir: Annotated[
         Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    quiet: QuietOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Train (where an arm trains) and evaluate every arm; write summary.json and report/index.html."""

@@ -12,14 +12,14 @@ benchmark, conflicting options).
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from podium.cli.common import JsonOption, PoolOption, SandboxOption, UnisolatedOption, console, fail, open_pool
+from podium.cli.common import ConfigFileOption, JsonOption, console, fail, open_pool
+from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line, shown
 from podium.core.progress import ProgressBar
 from podium.datasets.items import BenchmarkItem
@@ -27,7 +27,15 @@ from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.graders.grader import Grader
 from podium.graders.judge import JudgeVerifier
-from podium.graders.responses import GradedRow, GradeKind, grade_lines, item_index, read_lines, summarise
+from podium.graders.responses import (
+    GradeConfig,
+    GradedRow,
+    GradeKind,
+    grade_lines,
+    item_index,
+    read_lines,
+    summarise,
+)
 from podium.graders.text import TokenF1Verifier
 from podium.graders.verdict import Verifier
 from podium.sandbox import SandboxConfig
@@ -48,7 +56,7 @@ def _items(benchmark: str | None, kind: GradeKind | None, data_dir: Path | None)
 
 
 def _override(
-    kind: GradeKind | None, judge_model: str | None, pool: Path | None, f1_threshold: float
+    kind: GradeKind | None, judge_model: str | None, pool: str | None, f1_threshold: float
 ) -> Verifier | None:
     if kind == "f1":
         return TokenF1Verifier(f1_threshold)
@@ -58,13 +66,13 @@ def _override(
         return None
     if judge_model is None:
         raise ConfigError("--kind judge needs --judge-model (a worker of --pool)")
-    built = open_pool(pool)
+    built = open_pool(None if pool is None else Path(pool))
     if judge_model not in built.backends:
         raise ConfigError(f"--judge-model: no worker '{judge_model}' (workers: {', '.join(built.backends)})")
     return JudgeVerifier(built.backends[judge_model])
 
 
-def _sandbox(path: Path | None, allow_unisolated: bool) -> SandboxConfig:
+def _sandbox(path: str | None, allow_unisolated: bool) -> SandboxConfig:
     config = SandboxConfig.from_file(path) if path else SandboxConfig()
     if allow_unisolated:
         config.allow_unisolated = True
@@ -120,44 +128,29 @@ def print_json(results: list[GradedRow]) -> None:
         print_json_line(fields)
 
 
-def grade_command(
-    responses: Annotated[Path, typer.Option("--responses", help="JSONL file: response, and id or gold per row.")],
-    benchmark: Annotated[
-        str | None, typer.Option("--benchmark", help="Benchmark whose items the rows' ids name (math500, gsm8k…).")
-    ] = None,
-    kind: Annotated[
-        GradeKind | None,
-        typer.Option("--kind", help="Grader of rows with a gold: math, mc, em, f1, code, or judge (also for ids)."),
-    ] = None,
-    as_json: JsonOption = False,
-    judge_model: Annotated[
-        str | None, typer.Option("--judge-model", help="With --kind judge: the pool worker that judges.")
-    ] = None,
-    pool: PoolOption = None,
-    f1_threshold: Annotated[
-        float, typer.Option("--f1-threshold", min=0.0, max=1.0, help="With --kind f1: the F1 that counts as correct.")
-    ] = 0.5,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA, else ../shared/data).")
-    ] = None,
-    sandbox_config: SandboxOption = None,
-    allow_unisolated: UnisolatedOption = False,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Rows graded at once.")] = 8,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
-) -> None:
+GRADE_FIELDS = ("responses", "benchmark", "kind", "judge_model", "pool", "f1_threshold", "data_dir", "sandbox_config",
+                "allow_unisolated", "concurrency", "quiet")  # fmt: skip
+"""Every field of :class:`GradeConfig`, each a flag."""
+
+
+@config_options(GradeConfig, GRADE_FIELDS)
+def grade_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Grade a JSONL file of responses against benchmark items (--benchmark) or their own golds (--kind)."""
-    if benchmark is None and kind is None:
-        raise fail(ConfigError("give --benchmark (rows name item ids) or --kind (rows carry a gold), or both"))
     try:
-        lines = read_lines(responses)
-        items = _items(benchmark, kind, data_dir)
-        override = _override(kind, judge_model, pool, f1_threshold)
-        grader = Grader(sandbox_config=_sandbox(sandbox_config, allow_unisolated), data_dir=data_dir, override=override)
+        settings = load_config(GradeConfig, config, flags)
+        if settings.benchmark is None and settings.kind is None:
+            raise ConfigError("give --benchmark (rows name item ids) or --kind (rows carry a gold), or both")
+        lines = read_lines(Path(settings.responses))
+        data_dir = None if settings.data_dir is None else Path(settings.data_dir)
+        items = _items(settings.benchmark, settings.kind, data_dir)
+        override = _override(settings.kind, settings.judge_model, settings.pool, settings.f1_threshold)
+        sandbox = _sandbox(settings.sandbox_config, settings.allow_unisolated)
+        grader = Grader(sandbox_config=sandbox, data_dir=data_dir, override=override)
     except OSError as error:
-        raise fail(ConfigError(f"cannot read {responses}: {error.strerror}")) from error
+        raise fail(ConfigError(f"cannot read {settings.responses}: {error.strerror}")) from error
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
-    results = _grade(grader, lines, kind, items, concurrency, quiet)
+    results = _grade(grader, lines, settings.kind, items, settings.concurrency, settings.quiet)
     (print_json if as_json else print_table)(results)
     if summarise(results).failed:
         raise typer.Exit(1)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from podium.cli.common import JsonOption, errors, fail
+from podium.cli.common import JsonOption, QuietOption, errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
@@ -26,7 +26,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="The command's config (YAML/JSON); flags win.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 
 
 @app.callback()
@@ -37,14 +36,14 @@ def routing() -> None:
 @app.command("record")
 @config_options(
     RecordConfig,
-    ("pool", "out", "tasks", "benchmark", "workers", "limit", "max_tokens", "concurrency", "per_worker", "max_usd",
+    ("pool", "out", "tasks", "benchmark", "workers", "limit", "max_tokens", "concurrency", "per_worker", "max_run_usd",
      ("split.by", "--split-by"), ("split.key", "--split-key"), ("split.test_percent", "--test-percent"),
      ("split.validation_percent", "--validation-percent"), "grading", "data_dir"),
 )  # fmt: skip
 def record_command(config: ConfigOption = None, quiet: QuietOption = False, as_json: JsonOption = False,
                    *, flags: Flags) -> None:  # fmt: skip
     """Ask every worker of a pool every task, grade each reply with the task's grader and write a recording
-    (resumable; failed calls recorded as failures; --max-usd a hard cap)."""
+    (resumable; failed calls recorded as failures; --max-run-usd a hard cap)."""
     from podium.evaluate.routing.record import RecordingJob
 
     try:

@@ -25,12 +25,12 @@ from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError, PodiumError
 from podium.runtime.config import RunConfig
-from podium.solve.config import default_name
+from podium.solve.config import SystemConfig
 from podium.solve.router import load_system
 from podium.solve.system import Chat, System
 
 
-@config_options(RunConfig, ("policy", "max_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
+@config_options(RunConfig, ("policy", "max_episode_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
 def run_command(
     question: Annotated[str, typer.Argument(help="The task for the orchestrator.")],
     system: Annotated[
@@ -64,8 +64,8 @@ def run_command(
         else:
             settings = load_config(RunConfig, config, flags)
             built = open_pool(pool, prices=prices, allow_unisolated=allow_unisolated)
-            chosen = System(default_name(built.config, settings), built, settings)
-            chosen.check(str(config or "run options"))  # every problem at once, before any work
+            described = SystemConfig(**settings.model_dump(), pool=built.config)
+            chosen = System.build(described, pool=built, source=str(config or "run options"))  # every problem at once
         wanted = Preference(instruction=preference) if preference else None
         trajectory = _play(chosen, question, wanted, seed, live=not as_json)
     except BackendError as error:
@@ -88,6 +88,6 @@ def run_command(
 def _play(system: System, question: str, preference: Preference | None, seed: int | None, live: bool) -> Trajectory:
     if not live:
         return asyncio.run(system.solve(question, preference=preference, seed=seed))
-    with LiveEpisode(f"{system.config.policy} · {system.model}") as display:
+    with LiveEpisode(f"{system.config.policy.name} · {system.model}") as display:
         chat = Chat(on_event=display.update)
         return asyncio.run(system.solve(question, preference=preference, seed=seed, chat=chat))

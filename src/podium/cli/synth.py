@@ -1,7 +1,7 @@
 """``podium synth domain``: ToolScale synthesis of a tau2-format domain (database, read/write functions, policy,
 tasks) that ``podium env`` and ``podium eval --benchmark tau2_<name>`` load like airline and retail.
 
-Resumes when rerun with the same ``--out`` and ``--name``; stops starting steps at ``--max-usd``; ends with its
+Resumes when rerun with the same ``--out`` and ``--name``; stops starting steps at ``--max-run-usd``; ends with its
 funnel. Exit status: 0 done, 1 the USD cap left steps undone, 2 invalid input.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, fail, report_funnel
+from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.core.printable import printable
 from podium.data.synth import SynthConfig, synthesize_domain
@@ -29,14 +29,14 @@ def synth() -> None:
 @app.command("domain")
 @config_options(SynthConfig, ("name", "out", "pool", "worker", "validator", "subjects", "records", "functions",
                               "intents", "evolve", "solver", "pass_k", "test_fraction", "temperature", "max_tokens",
-                              "prompts_dir", "concurrency", "max_usd", "seed"))  # fmt: skip
+                              "prompts_dir", "concurrency", "max_run_usd", "seed"))  # fmt: skip
 def domain_command(
     domain: Annotated[str | None, typer.Argument(help="The domain in words, e.g. 'a public library'.")] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="Synthesis config (YAML/JSON); flags override.")
     ] = None,
     as_json: JsonOption = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:

@@ -65,11 +65,6 @@ def _capped(value: Any, left: int) -> Any:
     return [_capped(item, left - 1) for item in value]
 
 
-def has_surrogates(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point."""
-    return _SURROGATE.search(text) is not None
-
-
 def replace_surrogates(text: str) -> str:
     """``text`` with every surrogate code point replaced by U+FFFD."""
     return _SURROGATE.sub(REPLACEMENT, text)

@@ -183,7 +183,8 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
             log,
             cost=lambda unit: sum(row.trajectory.usage.usd for row in unit.rows),
             bound=lambda _entry: (
-                (config.teacher.max_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples) or None
+                (config.teacher.max_episode_usd or 0.0) * (MAX_PATHS if config.samples == "all" else config.samples)
+                or None
             ),
         )
         funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(done)})

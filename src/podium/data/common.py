@@ -4,27 +4,30 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import PositiveFloat, PositiveInt
 
-from podium.config import Config
+from podium.config import MAX_USD_SPLIT, Config
 from podium.data.funnel import FunnelBuilder, save_funnel, why_empty
 from podium.data.store import check_stage
 from podium.solve.records import Funnel
 from podium.solve.runner import BatchRunner
 
-RUN_SETTINGS = frozenset({"out", "concurrency", "max_usd", "limit"})
+RUN_SETTINGS = frozenset({"out", "concurrency", "max_run_usd", "limit"})
 """Settings a resumed stage may change; any other change needs a new output directory."""
 
 
 class StageSettings(Config):
     """Where a stage writes and how it runs."""
 
+    moved: ClassVar[dict[str, str]] = MAX_USD_SPLIT
+
     out: str
     """Output directory; rerunning with the same one resumes."""
     concurrency: PositiveInt = 4
     """Units (questions, trajectories, steps) worked on at once."""
-    max_usd: PositiveFloat | None = None
+    max_run_usd: PositiveFloat | None = None
     """Stop starting units once the stage (every invocation) has spent this; a unit whose cost is bounded in
     advance starts only if it fits."""
     seed: int = 0
@@ -45,7 +48,7 @@ def open_stage(out: Path, name: str, config: Config, *, progress: bool = True) -
     settings = config.model_dump(mode="json", exclude=set(RUN_SETTINGS))
     check_stage(out, name, settings)
     concurrency = getattr(config, "concurrency", 4)
-    runner = BatchRunner(concurrency=concurrency, max_usd=getattr(config, "max_usd", None), progress=progress)
+    runner = BatchRunner(concurrency=concurrency, max_usd=getattr(config, "max_run_usd", None), progress=progress)
     return Stage(name, out, runner)
 
 
@@ -53,7 +56,7 @@ def finish_stage(stage: Stage, funnel: FunnelBuilder, outputs: dict[str, int], p
     """Build and save the funnel of this invocation; when the ``products`` (the outputs the stage exists to make)
     hold no row, the funnel says which filter removed everything."""
     if stage.runner.stopped_by_budget:
-        funnel.note("the USD cap left units unstarted: rerun with a higher --max-usd to finish")
+        funnel.note("the USD cap left units unstarted: rerun with a higher --max-run-usd to finish")
     built = funnel.build(outputs, usd=stage.runner.spent, wall_s=stage.runner.wall_s)
     built.stopped_by_budget = stage.runner.stopped_by_budget
     if not any(outputs[name] for name in products):

@@ -41,7 +41,7 @@ class CurriculumConfig(ItemSource, StageSettings):
     """Uno's verifier-gated split of a task pool into SFT and RL data."""
 
     cold_start: SystemConfig = Field(default_factory=SystemConfig)
-    """π0: the untrained router (an orchestrator configuration)."""
+    """π0: the untrained orchestrator (an orchestrator configuration)."""
     teacher: SystemConfig = Field(default_factory=SystemConfig)
     """π*: the teacher orchestrator."""
     fallback: list[SystemConfig] = Field(default_factory=list)
@@ -124,7 +124,7 @@ class Curriculum:
         log = JsonlLog(self.stage.out / "work" / f"{phase}.jsonl", Attempts, lambda unit: unit.item_id)
         self.stage.runner.charge(sum(unit.usd for unit in log.values()))
         entries = [self.items[item_id] for item_id in item_ids]
-        bound = (solver.config.max_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
+        bound = (solver.config.max_episode_usd or 0.0) * max((len(t) for t in temperatures.values()), default=0)
         done = await self.stage.runner.run(
             f"{phase} · {solver.name}",
             entries,
@@ -177,7 +177,7 @@ def split_cold(item_ids: list[str], cold: dict[str, Attempts], funnel: FunnelBui
     return failed
 
 
-def route(
+def promote_solved(
     name: str, item_ids: list[str], found: dict[str, Attempts], funnel: FunnelBuilder, label: str, *, first: bool
 ) -> tuple[list[str], list[str]]:
     """``(promoted, still failing)``: a question with a passing attempt in ``found`` goes to D_SFT. In the first
@@ -249,18 +249,18 @@ async def curriculum(config: CurriculumConfig, *, progress: bool = True) -> Funn
     cold = await run.phase("cold-start", run.cold, "", ids, run.probes(ids))
     failed = split_cold(ids, cold, funnel, k)
     teacher = await run.phase("teacher", run.teacher, "primary", failed, run.probes(failed))
-    sft_ids, rl_ids = route(f"teacher π* pass@{k}", failed, teacher, funnel, "teacher solved", first=True)
+    sft_ids, rl_ids = promote_solved(f"teacher π* pass@{k}", failed, teacher, funnel, "teacher solved", first=True)
     temperatures = {**{i: config.rl_temperatures for i in rl_ids}, **{i: config.sft_temperatures for i in sft_ids}}
     wanted = [item_id for item_id in sft_ids + rl_ids if temperatures[item_id]]
     augmented = await run.phase("augmentation", run.teacher, "augmentation", wanted, temperatures)
-    by_augmentation, rl_ids = route(
+    by_augmentation, rl_ids = promote_solved(
         "RL pool: augmentation", rl_ids, augmented, funnel, "passed at augmentation", first=False
     )
     fallbacks: list[dict[str, Attempts]] = []
     chosen = {item_id: teacher[item_id].rows for item_id in sft_ids}
     for index, solver in enumerate(run.fallback):
         found = await run.phase(f"fallback-{index}", solver, "fallback", rl_ids, run.probes(rl_ids))
-        promoted, rl_ids = route(
+        promoted, rl_ids = promote_solved(
             f"RL pool: fallback {solver.name}", rl_ids, found, funnel, f"passed by {solver.name}", first=False
         )
         chosen.update({item_id: found[item_id].rows for item_id in promoted})

@@ -113,7 +113,7 @@ async def filter_rl(config: DifficultyConfig, *, progress: bool = True) -> Funne
         lambda entry: pass_rate(solver, grader, entry, config),
         log,
         cost=lambda unit: unit.usd,
-        bound=lambda _entry: (config.solver.max_usd or 0.0) * config.samples or None,
+        bound=lambda _entry: (config.solver.max_episode_usd or 0.0) * config.samples or None,
     )
     funnel.count("attempted", "questions", len(items), {"not attempted: USD cap reached": len(items) - len(rates)})
     kept = funnel.apply("pass rate band", "questions", rates, lambda rate: _band_reason(rate, config))

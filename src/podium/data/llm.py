@@ -23,10 +23,11 @@ from podium.backends.base import BackendError, ChatBackend
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
 from podium.costs.bounds import generation_bound
-from podium.data.pools import PoolCache, pool_config, shared_pool
+from podium.data.pools import PoolCache, shared_pool
 from podium.data.provenance import pool_hash, prices_hash
 from podium.data.store import DataError
 from podium.pool.config import PoolConfig
+from podium.pool.pool import resolve_pool_config
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _VERSIONED = re.compile(r"^(?P<name>[a-z0-9_]+)\.v(?P<version>\d+)\.txt$")
@@ -195,7 +196,7 @@ class StepModel:
         cls, pool: str | PoolConfig | None, worker: str | None, pools: PoolCache | None = None
     ) -> "StepModel":
         """Worker ``worker`` (default: the first) of the pool file, inline pool, or the embedded pool."""
-        config = pool_config(pool)
+        config = resolve_pool_config(pool)
         built = shared_pool(config, pools)
         name = worker or config.workers[0].name
         if name not in built.backends:

@@ -3,17 +3,10 @@ name the same pool shares its backends, so a local model is loaded once, not onc
 
 from podium.data.provenance import short_hash
 from podium.pool.config import PoolConfig
-from podium.pool.pool import Pool, build_pool, embedded_pool_config, load_pool_config
+from podium.pool.pool import Pool, build_pool
 
 PoolCache = dict[str, Pool]
 """Hash of a pool configuration → the pool built from it."""
-
-
-def pool_config(source: str | PoolConfig | None) -> PoolConfig:
-    """A pool file, an inline pool, or (``None``) the embedded offline pool."""
-    if source is None:
-        return embedded_pool_config()
-    return source if isinstance(source, PoolConfig) else load_pool_config(source)
 
 
 def shared_pool(config: PoolConfig, cache: PoolCache | None) -> Pool:

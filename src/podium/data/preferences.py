@@ -22,10 +22,11 @@ from podium.core.record import Record
 from podium.data.common import StageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.llm import StepModel, ask_json, load_prompt, request_bound
-from podium.data.pools import PoolCache, pool_config, shared_pool
+from podium.data.pools import PoolCache, shared_pool
 from podium.data.preference_rules import PoolTool, pool_tools, rule_problems
 from podium.data.provenance import podium_version
 from podium.data.store import DataError
+from podium.pool.pool import resolve_pool_config
 from podium.solve.jsonl import JsonlLog, RecordError, read_jsonl, write_jsonl
 from podium.solve.records import FilterDecision, Funnel, Provenance
 
@@ -140,7 +141,7 @@ class Proposer:
     def __init__(self, config: PreferenceConfig, backend: ChatBackend | None = None) -> None:
         self.config = config
         pools: PoolCache = {}
-        chosen = pool_config(config.pool)
+        chosen = resolve_pool_config(config.pool)
         pool = shared_pool(chosen, pools)
         prices = {name: (b.price.input_per_mtok, b.price.output_per_mtok) for name, b in pool.backends.items()}
         self.tools = pool_tools(chosen, pool.prices, prices)

@@ -11,10 +11,10 @@ from podium.data.pools import PoolCache, shared_pool
 from podium.data.provenance import podium_version, pool_hash, prices_hash
 from podium.data.sources import SourcedItem
 from podium.data.store import DataError
-from podium.envs.conversation import CONVERSATION_POLICIES
 from podium.errors import PodiumError
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
+from podium.policies import conversing_policies
 from podium.pool.config import PoolConfig
 from podium.solve.config import SystemConfig
 from podium.solve.records import DataRow, Provenance
@@ -60,7 +60,7 @@ class Solver:
     def check(self, items: Sequence[SourcedItem]) -> None:
         """Refuse up front items this solver cannot attempt (tool-use items need a conversational policy)."""
         if any(not self.system.supports(entry.item.verifier) for entry in items):
-            policies = sorted(CONVERSATION_POLICIES)
+            policies = sorted(conversing_policies())
             raise DataError(f"solver {self.name}: tool-use items need the policy {policies}")
 
     async def attempt(self, entry: SourcedItem, *, temperature: float, seed: int) -> Trajectory:
@@ -89,7 +89,7 @@ class Solver:
             solver=self.name,
             temperature=temperature,
             seed=seed,
-            policy=self.system.config.policy,
+            policy=self.system.config.policy.name,
             pool_hash=self.pool_hash,
             prices_hash=self.prices_hash,
             podium_version=podium_version(),

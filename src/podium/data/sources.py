@@ -4,35 +4,20 @@ results (their items rebuilt from the recorded attempts); and the questions to l
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field
 
-from podium.config import Config
 from podium.data.store import DataError
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import BenchmarkError, get_benchmark
+from podium.datasets.selection import ItemSelection
 from podium.solve.jsonl import RecordError, read_jsonl, read_tasks
 
 
-class ItemSource(Config):
+class ItemSource(ItemSelection):
     """The items of a stage: a benchmark or a tasks file."""
 
-    benchmark: str | None = None
-    """A Podium benchmark name (gsm8k, math500, tau2_retail, …) read from the shared data directory."""
-    tasks: str | None = None
-    """Or a tasks file: JSONL of ``question``, ``gold``, ``verifier`` (math, qa, multiple_choice, code), optional
-    ``id`` and ``metadata`` (the format ``podium train grpo`` reads and ``podium data filter-rl`` writes)."""
-    limit: PositiveInt | None = None
-    """Only the first N items."""
-    data_dir: str | None = None
-    """Benchmark data directory (default: $PODIUM_DATA or ../shared/data)."""
     exclude: list[str] = Field(default_factory=list)
     """Files whose questions are left out (tasks or data rows), e.g. the RL set when collecting SFT data."""
-
-    @model_validator(mode="after")
-    def _one_source(self) -> "ItemSource":
-        if self.benchmark is not None and self.tasks is not None:
-            raise ValueError("give a benchmark or a tasks file, not both")
-        return self
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@ the system prompt, and every final answer goes to a simulated user whose reply c
 
 The conversation starts as tau2's does: a fixed greeting to the user, whose first message becomes the task. The
 episode ends when the user says its stop token, the user's turn limit is reached, or the run's budget runs out.
-Only the serial policy fits: its answers go to the user, and it can call any tool. The parallel policy's
-``final_answer`` ends the episode without a reply, and the DAG policy routes only to workers, never to tools.
+Only a policy that converses fits (:attr:`~podium.policies.Policy.converses`: the serial policy): its answers go to
+the user, and it can call any tool. The parallel policy's ``final_answer`` ends the episode without a reply, and the
+DAG policy delegates only to workers, never to tools.
 """
 
 from dataclasses import dataclass
@@ -19,11 +20,9 @@ from podium.envs.domain import Domain, Environment
 from podium.envs.transcript import DIALOGUE_KEY, USER_STOPPED_KEY, now
 from podium.envs.user_simulator import DEFAULT_GREETING, UserSimulator
 from podium.errors import ConfigError
+from podium.policies import conversing_policies
 from podium.pool.pool import Pool
 from podium.runtime import Executor, RunConfig
-
-CONVERSATION_POLICIES = frozenset({"serial"})
-"""Policies whose episodes can hold a conversation with the user and call the domain's tools."""
 
 AGENT_GUIDE = """You are a customer-service agent of the {domain} domain. Your final answer is your message to the \
 customer: it is sent to them, and their reply comes back as the next user message. Look up and change records only \
@@ -66,10 +65,10 @@ def task_run_config(config: RunConfig, environment: Environment) -> RunConfig:
     """``config`` for an episode in ``environment``: an allow list, when there is one, also admits the domain's
     tools, and no summarizer writes an answer when the turns run out (the user would never read it, yet it would
     count as said to them). Refuses policies that cannot converse."""
-    if config.policy not in CONVERSATION_POLICIES:
+    if not config.policy.policy_class.converses:
         raise ConfigError(
-            f"policy '{config.policy}' cannot play tool-use tasks: only {sorted(CONVERSATION_POLICIES)} sends each "
-            "answer to the user and calls the domain's tools"
+            f"policy '{config.policy.name}' cannot play tool-use tasks: only {sorted(conversing_policies())} sends "
+            "each answer to the user and calls the domain's tools"
         )
     update: dict[str, object] = {"summarize_on_stop": False}
     if config.allow is not None:

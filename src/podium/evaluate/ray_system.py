@@ -12,11 +12,11 @@ from podium.costs.prices import PriceCatalog
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
 from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
-from podium.evaluate.systems import System, attempt_bound, attempt_seed
+from podium.evaluate.systems import ItemSolver, attempt_bound, attempt_seed
 from podium.runtime.cluster import Replicas, connect, replica_count, shutdown
 
 
-def build_from_config(data: dict[str, Any]) -> System:
+def build_from_config(data: dict[str, Any]) -> ItemSolver:
     """The system a config dump describes (what a replica builds)."""
     return build_system(system_config_from_dict(data))
 
@@ -24,7 +24,7 @@ def build_from_config(data: dict[str, Any]) -> System:
 class RaySystem:
     """``local`` (built in the driver, for its name and what it supports) solved by replicas on the cluster."""
 
-    def __init__(self, local: System, config: dict[str, Any], concurrency: int) -> None:
+    def __init__(self, local: ItemSolver, config: dict[str, Any], concurrency: int) -> None:
         self.local = local
         self.name = local.name
         count, per_replica = replica_count(concurrency)
@@ -50,7 +50,7 @@ class RaySystem:
 @contextmanager
 def solving_system(
     config: EvalSystemConfig, ray: str | None, concurrency: int, prices: PriceCatalog | None = None
-) -> Iterator[System]:
+) -> Iterator[ItemSolver]:
     """The system ``config`` describes, built here (its pool priced by ``prices`` merged over its own sheet); with
     a Ray address (``local``, ``auto``, ``HOST:PORT``) its samples are solved by replicas on that cluster, stopped
     afterwards (and a cluster started here shut down)."""

@@ -30,7 +30,7 @@ from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.evaluate.rundir import hold_run_directory
-from podium.evaluate.systems import System, attempt_bound, attempt_seed
+from podium.evaluate.systems import ItemSolver, attempt_bound, attempt_seed
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
 from podium.solve.jsonl import JsonlLog, rejected_path
@@ -171,7 +171,7 @@ def _failed_trajectory(item: BenchmarkItem, error: Exception, wall_s: float) -> 
     )
 
 
-async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
+async def attempt(system: ItemSolver, item: BenchmarkItem, sample: int, grader: Grader, benchmark: str) -> EvalRecord:
     """Solve and grade one sample; a system failure (a :class:`PodiumError`, or an episode its backend ended with
     ``error``) becomes an error record. A system that draws per attempt (a blind pool's labels) draws from the
     item and the sample, so each attempt sees its own mapping and a resumed run the same ones."""
@@ -205,13 +205,13 @@ async def attempt(system: System, item: BenchmarkItem, sample: int, grader: Grad
 
 async def run_eval(
     benchmark: Benchmark,
-    system: System,
+    system: ItemSolver,
     *,
     out: str | Path,
     samples: int = 1,
     limit: int | None = None,
     concurrency: int = 4,
-    max_usd: float | None = None,
+    max_run_usd: float | None = None,
     system_config: dict[str, Any] | None = None,
     data_dir: str | Path | None = None,
     source: Literal["local", "hub"] = "local",
@@ -222,9 +222,9 @@ async def run_eval(
     """Evaluate ``system`` on the first ``limit`` items of ``benchmark``, ``samples`` times each, resuming
     whatever ``out`` already holds.
 
-    ``limit``, ``concurrency`` and ``max_usd`` may change between invocations; the benchmark, system, its
+    ``limit``, ``concurrency`` and ``max_run_usd`` may change between invocations; the benchmark, system, its
     config, ``samples`` and ``preferences`` (item i gets preference i mod n) may not. Spend counts every invocation
-    of the run; ``max_usd`` is a hard cap: a sample starts only when its cost bound fits what the spend and the
+    of the run; ``max_run_usd`` is a hard cap: a sample starts only when its cost bound fits what the spend and the
     bounds of the samples in flight leave (:class:`~podium.costs.ledger.RunCap`).
     """
     if samples < 1 or concurrency < 1:
@@ -237,7 +237,7 @@ async def run_eval(
     )
     manifest.preferences = list(preferences)  # runtime systems append the instruction and keep the vector
     items = with_preferences(benchmark.items(data_dir=data_dir, source=source)[:limit], preferences)
-    bounds = sample_bounds(system, items, max_usd)
+    bounds = sample_bounds(system, items, max_run_usd)
     out.mkdir(parents=True, exist_ok=True)  # only once the inputs are good: a failed start leaves nothing behind
     with hold_run_directory(out):
         results = JsonlLog(out / RESULTS_FILE, EvalRecord, lambda record: record.key, storable=storable)
@@ -247,26 +247,29 @@ async def run_eval(
             repairs.append(f"moved {results.dropped} torn or duplicate line(s) of {RESULTS_FILE} to {rejected}")
         for note in repairs:
             log.warning("%s", note)
-        runner = BatchRunner(concurrency=concurrency, max_usd=max_usd, progress=progress)
+        runner = BatchRunner(concurrency=concurrency, max_usd=max_run_usd, progress=progress)
         chosen = grader or Grader(data_dir=data_dir)
         summary = await _attempt_all(system, benchmark.name, chosen, results, runner, items, samples, bounds)
     return summary.model_copy(update={"dropped_lines": results.dropped, "repairs": repairs})
 
 
-def sample_bounds(system: System, items: Sequence[BenchmarkItem], max_usd: float | None) -> dict[str, float | None]:
+def sample_bounds(
+    system: ItemSolver, items: Sequence[BenchmarkItem], max_run_usd: float | None
+) -> dict[str, float | None]:
     """Item id → the most one sample can cost. Under a USD cap every bound must be known, or the cap could not
     hold: a system that cannot bound a sample's cost is refused before anything runs."""
     bounds = {item.id: attempt_bound(system, item) for item in items}
-    if max_usd is not None and None in bounds.values():
+    if max_run_usd is not None and None in bounds.values():
         raise EvalError(
-            f"--max-usd {max_usd} is a hard cap, so each sample's cost must be bounded before it starts, and system "
-            f"{system.name} cannot bound it: give the system its own max_usd (the most one episode may spend)"
+            f"--max-run-usd {max_run_usd} is a hard cap, so each sample's cost must be bounded before it starts, and "
+            f"system {system.name} cannot bound it: give the system its own max_episode_usd (the most one episode "
+            "may spend)"
         )
     return bounds
 
 
 async def _attempt_all(
-    system: System, benchmark: str, grader: Grader, results: JsonlLog[EvalRecord], runner: BatchRunner,
+    system: ItemSolver, benchmark: str, grader: Grader, results: JsonlLog[EvalRecord], runner: BatchRunner,
     items: list[BenchmarkItem], samples: int, bounds: dict[str, float | None],
 ) -> EvalSummary:  # fmt: skip
     """Attempt every selected (item, sample) the results lack, appending each record as it finishes."""

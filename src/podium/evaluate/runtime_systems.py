@@ -24,7 +24,6 @@ from typing import Literal
 from podium.errors import ConfigError
 from podium.evaluate.system_config import EvalSystemConfig, register_system
 from podium.pool.config import BasicTool
-from podium.pool.pool import build_pool
 from podium.solve.config import SystemConfig, orchestrator_model
 from podium.solve.router import RouterSystemConfig
 from podium.solve.system import System
@@ -63,11 +62,9 @@ def build_tools_model(config: ToolsModelConfig) -> System:
         update={"workers": workers, "tools": tools, "roles": [], "role_worker": None, "workers_as_tools": False}
     )
     # The allow list hides the workers' rows in the pool table: they are the caller and the user, not tools.
-    settings = settings.model_copy(update={"allow": tools if settings.allow is None else settings.allow})
+    allow = tools if settings.allow is None else settings.allow
     name = config.name or f"tools_model:{model}"
-    system = System(name, build_pool(restricted), settings, user=config.user, instructions=config.instructions)
-    system.check(f"system '{name}'")
-    return system
+    return System.build(config.model_copy(update={"pool": restricted, "replay": None, "name": name, "allow": allow}))
 
 
 class RouterConfig(RouterSystemConfig, EvalSystemConfig):

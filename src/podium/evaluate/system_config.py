@@ -30,13 +30,13 @@ from podium.config import Config, read_structured_file
 from podium.core.answers import VerifierKind
 from podium.errors import ConfigError
 from podium.evaluate.systems import (
+    ItemSolver,
     MajorityVoteSystem,
     ModelCaller,
     RouteRule,
     SelfRefineSystem,
     SingleModelSystem,
     StaticRouterSystem,
-    System,
 )
 from podium.graders.grader import GradingConfig
 from podium.solve.config import NamedSystem
@@ -120,7 +120,7 @@ PLUGIN_MODULES = ("podium.evaluate.runtime_systems",)
 """Modules that register more system kinds when imported, loaded before a config's kind is looked up (not at the
 top of this module: they import it to register themselves)."""
 
-SystemFactory = Callable[[Any], System]
+SystemFactory = Callable[[Any], ItemSolver]
 SYSTEM_KINDS: dict[str, tuple[type[EvalSystemConfig], SystemFactory]] = {}
 """System kind → (its config class, a function building the system from a validated config)."""
 
@@ -148,7 +148,7 @@ def load_system_config(path: str | Path) -> EvalSystemConfig:
     return system_config_from_dict(read_structured_file(path), source=str(path))
 
 
-def build_system(config: EvalSystemConfig) -> System:
+def build_system(config: EvalSystemConfig) -> ItemSolver:
     """The system a validated config describes."""
     return SYSTEM_KINDS[config.kind][1](config)
 
@@ -161,19 +161,19 @@ def _name(config: EvalSystemConfig, model: str) -> str:
     return config.name or f"{config.kind}:{model}"
 
 
-def _single_model(config: SingleModelConfig) -> System:
+def _single_model(config: SingleModelConfig) -> ItemSolver:
     return SingleModelSystem(_name(config, config.backend.model), _caller(config))
 
 
-def _majority_vote(config: MajorityVoteConfig) -> System:
+def _majority_vote(config: MajorityVoteConfig) -> ItemSolver:
     return MajorityVoteSystem(_name(config, config.backend.model), _caller(config), config.votes)
 
 
-def _self_refine(config: SelfRefineConfig) -> System:
+def _self_refine(config: SelfRefineConfig) -> ItemSolver:
     return SelfRefineSystem(_name(config, config.backend.model), _caller(config), config.rounds)
 
 
-def _static_router(config: StaticRouterConfig) -> System:
+def _static_router(config: StaticRouterConfig) -> ItemSolver:
     callers = {
         key: ModelCaller(build_backend(spec), config.temperature, config.max_tokens)
         for key, spec in config.backends.items()

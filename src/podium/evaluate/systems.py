@@ -1,6 +1,6 @@
 """Systems under evaluation, and the baselines that need only a model backend (SPEC §8).
 
-A :class:`System` turns a benchmark item into a :class:`~podium.core.trajectory.Trajectory` (answer, turns,
+An :class:`ItemSolver` turns a benchmark item into a :class:`~podium.core.trajectory.Trajectory` (answer, turns,
 usage, wall time). The baselines here call a :class:`~podium.backends.base.ChatBackend` directly: one model
 without tools, majority vote over k samples, self-refine, and a static router. Systems that need the
 orchestrator runtime (a model with basic tools, a prompted orchestrator over the pool, trained checkpoints)
@@ -26,8 +26,9 @@ MODEL_ONLY_KINDS: frozenset[VerifierKind] = frozenset({"math", "qa", "multiple_c
 
 
 @runtime_checkable
-class System(Protocol):
-    """Something that solves benchmark items."""
+class ItemSolver(Protocol):
+    """Something that solves benchmark items: a baseline here, or an orchestrator
+    (:class:`podium.solve.system.System`)."""
 
     name: str
     """Shown in results and reports; two systems compared in one report should have different names."""
@@ -43,14 +44,14 @@ class System(Protocol):
         ...
 
 
-def attempt_bound(system: System, item: BenchmarkItem) -> float | None:
+def attempt_bound(system: ItemSolver, item: BenchmarkItem) -> float | None:
     """The most one attempt of ``system`` at ``item`` can cost, in USD: what a system's optional
     ``cost_bound(item)`` says, ``None`` when it cannot say (a USD cap then cannot be guaranteed)."""
     bound = getattr(system, "cost_bound", None)
     return None if bound is None else bound(item)
 
 
-def attempt_seed(system: System, item_id: str, sample: int) -> int | None:
+def attempt_seed(system: ItemSolver, item_id: str, sample: int) -> int | None:
     """The seed of what ``system`` draws afresh for sample ``sample`` of item ``item_id``: what its optional
     ``episode_seed(item_id, sample)`` says, ``None`` when it draws nothing per attempt (every attempt then runs the
     same system, as baselines do)."""

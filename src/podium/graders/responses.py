@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
+from podium.config import Config
 from podium.core.answers import VerifierKind
 from podium.core.record import Record
 from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
@@ -31,6 +32,33 @@ KIND_VERIFIERS: dict[GradeKind, VerifierKind] = {
     "judge": "qa",
 }
 """The item kind a row with a gold becomes (``f1`` and ``judge`` are QA items graded by an overriding verifier)."""
+
+
+class GradeConfig(Config):
+    """What ``podium grade`` grades: a responses file against a benchmark's items or the rows' own golds."""
+
+    responses: str
+    """JSONL file: response, and id or gold per row."""
+    benchmark: str | None = None
+    """Benchmark whose items the rows' ids name (math500, gsm8k…)."""
+    kind: GradeKind | None = None
+    """Grader of rows with a gold: math, mc, em, f1, code, or judge (also for ids)."""
+    judge_model: str | None = None
+    """With kind judge: the pool worker that judges."""
+    pool: str | None = None
+    """Pool YAML of the judge (default: the embedded offline pool)."""
+    f1_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    """With kind f1: the F1 that counts as correct."""
+    data_dir: str | None = None
+    """Benchmark data (default: $PODIUM_DATA, else ../shared/data)."""
+    sandbox_config: str | None = None
+    """YAML/JSON file of sandbox limits (SandboxConfig) for code rows."""
+    allow_unisolated: bool = False
+    """Run code without isolation if bubblewrap is unavailable (unsafe)."""
+    concurrency: PositiveInt = 8
+    """Rows graded at once."""
+    quiet: bool = False
+    """No progress bar."""
 
 
 class RowError(PodiumError):

@@ -2,9 +2,11 @@
 delegation (Uno-Orchestra) and escalate (one word a turn: a worker answers, then the orchestrator accepts its reply
 or escalates to another)."""
 
-from collections.abc import Mapping
-from typing import Literal
+from typing import Annotated, Literal, Union
 
+from pydantic import BeforeValidator, Field, TypeAdapter
+
+from podium.config import Flag
 from podium.policies.base import (
     Action,
     ActionParseError,
@@ -19,77 +21,74 @@ from podium.policies.base import (
     Toolset,
     refused,
 )
-from podium.policies.dag import DagPolicy, Plan, Route, Subtask
-from podium.policies.escalate import EscalationPolicy
-from podium.policies.parallel import ParallelPolicy, Summarize
-from podium.policies.serial import SerialPolicy
+from podium.policies.config import PolicyConfig, PolicySetup, policy_by_name
+from podium.policies.dag import DagConfig, DagPolicy, Plan, Route, Subtask
+from podium.policies.escalate import EscalateConfig, EscalationPolicy
+from podium.policies.parallel import ParallelConfig, ParallelPolicy, Summarize
+from podium.policies.serial import SerialConfig, SerialPolicy
 
-PolicyName = Literal["serial", "parallel", "dag", "escalate"]
+POLICIES: tuple[type[PolicyConfig], ...] = (
+    SerialConfig,
+    ParallelConfig,
+    DagConfig,
+    EscalateConfig,
+)
+"""Every policy, by its config (a policy registers here, one line: its config names it and builds it)."""
+POLICY_NAMES: tuple[str, ...] = tuple(config.model_fields["name"].default for config in POLICIES)
+PolicyName = Literal[POLICY_NAMES]  # type: ignore[valid-type]
+"""A policy's name."""
+PolicySettings = Annotated[
+    Union[POLICIES],  # type: ignore[valid-type]  # noqa: UP007 (a union of the registered configs)
+    Field(discriminator="name"),
+    BeforeValidator(lambda value: policy_by_name(value, POLICIES)),
+    Flag(PolicyName),
+]
+"""A policy and its settings in a config: its name alone (its defaults), or a mapping of its name and settings."""
 
 
-def build_policy(
-    name: PolicyName,
-    *,
-    lazy: bool = True,
-    verify: str | None = None,
-    reply_chars: int | None = None,
-    escalate_above: float | Mapping[str, float] | None = None,
-    prices_at_decision: bool = False,
-) -> Policy:
-    """The policy called ``name`` with the papers' defaults; ``lazy=False`` forces the DAG policy to decompose
-    (Uno's forced-decomposition ablation) and is an error for the others, which have no direct-answer branch to
-    remove; ``verify`` (the tool that checks each reply), ``reply_chars`` (how much of a reply is shown),
-    ``escalate_above`` (the threshold that decides after a reply) and ``prices_at_decision`` (prices named after
-    each reply) are the escalation policy's and an error for the others."""
-    policies: dict[str, type[Policy]] = {
-        "serial": SerialPolicy,
-        "parallel": ParallelPolicy,
-        "dag": DagPolicy,
-        "escalate": EscalationPolicy,
-    }
-    if name not in policies:
-        raise ValueError(f"unknown policy '{name}'; choose from {sorted(policies)}")
-    escalation_options = {
-        "verify": verify,
-        "reply_chars": reply_chars,
-        "escalate_above": escalate_above,
-        "prices_at_decision": prices_at_decision or None,
-    }
-    for option, value in escalation_options.items():
-        if value is not None and name != "escalate":
-            raise ValueError(f"{option} applies to the escalate policy, not to '{name}'")
-    if name == "escalate":
-        return EscalationPolicy(
-            verify=verify, reply_chars=reply_chars, escalate_above=escalate_above, prices_at_decision=prices_at_decision
-        )
-    if name == "dag":
-        return DagPolicy(lazy=lazy)
-    if not lazy:
-        raise ValueError(f"lazy: false (forced decomposition) applies to the dag policy, not to '{name}'")
-    return policies[name]()
+def build_policy(policy: str | PolicyConfig) -> Policy:
+    """The policy ``policy`` names (with its defaults) or configures."""
+    if isinstance(policy, str):
+        policy = TypeAdapter(PolicySettings).validate_python(policy)
+    return policy.build()
+
+
+def conversing_policies() -> list[str]:
+    """The policies whose episodes can hold a conversation with a user (their answers go to it)."""
+    return [config.model_fields["name"].default for config in POLICIES if config.policy_class.converses]
 
 
 __all__ = [
+    "POLICIES",
+    "POLICY_NAMES",
     "Action",
     "ActionParseError",
     "Answer",
     "Calls",
+    "DagConfig",
     "DagPolicy",
     "Dispatcher",
+    "EscalateConfig",
     "EscalationPolicy",
     "InvalidCall",
     "Outcome",
+    "ParallelConfig",
     "ParallelPolicy",
     "Plan",
     "Policy",
+    "PolicyConfig",
     "PolicyName",
+    "PolicySettings",
+    "PolicySetup",
     "PoolView",
     "Route",
+    "SerialConfig",
     "SerialPolicy",
     "Subtask",
     "Summarize",
     "ToolChoice",
     "Toolset",
     "build_policy",
+    "conversing_policies",
     "refused",
 ]

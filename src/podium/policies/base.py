@@ -140,7 +140,7 @@ class Policy(ABC):
     actions are carried out. Answers and rounds of tool calls are handled here; subclasses add their own."""
 
     name: str
-    """``serial``, ``parallel``, ``dag`` or ``escalate``."""
+    """Its name in configs (its config registers it: :data:`podium.policies.POLICIES`)."""
     max_turns: int
     """Default turn limit when the budget sets none."""
     max_calls_per_round: int
@@ -150,6 +150,9 @@ class Policy(ABC):
     calls_tools: bool = False
     """Whether the orchestrator calls the episode's tools by name (so tools added for one episode, such as a
     served client's, can be offered to it)."""
+    converses: bool = False
+    """Whether its episodes can hold a conversation with a user (a tool-use task): each answer goes to the user,
+    whose reply continues the episode, and it calls the domain's tools by name."""
     reserved_names: tuple[str, ...] = ()
     """Names its actions call that are not tools of the episode (the parallel policy's ``final_answer``): a tool
     added for one episode may not take them."""

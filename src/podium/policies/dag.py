@@ -20,11 +20,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Literal
 
 from podium.backends.grammar import Grammar, Limits, choice, free_text, literal, optional, sequence
 from podium.core.calls import ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import Action, ActionParseError, Answer, Dispatcher, Outcome, Policy, PoolView
+from podium.policies.config import PolicyConfig
 from podium.policies.hermes import escape_protocol_tags
 from podium.policies.tags import Element, read_elements
 from podium.pool.config import PRIMITIVES
@@ -359,3 +361,14 @@ async def run_plan(plan: Plan, dispatch: Dispatcher, earlier: dict[int, str]) ->
     for subtask in plan.subtasks:  # emission order is topological: parents are created first
         nodes[subtask.id] = asyncio.create_task(run_node(subtask))
     return list(await asyncio.gather(*(nodes[subtask.id] for subtask in plan.subtasks)))
+
+
+class DagConfig(PolicyConfig):
+    """Uno-Orchestra's selective delegation and its setting."""
+
+    name: Literal["dag"] = "dag"
+    """Answer at once, or plan subtasks routed to (worker, primitive) pairs."""
+    lazy: bool = True
+    """The orchestrator may answer at once (Uno's lazy mode); false forces a plan first (forced decomposition, the
+    ablation)."""
+    policy_class = DagPolicy

@@ -15,17 +15,23 @@ worker not asked yet, next to the decision it bears on. Every output is one of a
 """
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, NonNegativeInt
 
 from podium.backends.base import BackendError
 from podium.backends.grammar import Grammar, Limits, choice, literal
 from podium.core.calls import ToolCall, ToolResult
 from podium.core.trajectory import Turn
 from podium.policies.base import Action, ActionParseError, Answer, Calls, Dispatcher, Outcome, Policy, PoolView
+from podium.policies.config import PolicyConfig, PolicySetup
 
 ACCEPT = "accept"
 """The word that keeps the last worker's reply."""
 ROLE = "standard_reasoner"
 """The role that forwards the original question to the chosen worker."""
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 
 ESCALATION_PROMPT = """Name a worker to answer. Read its reply, then say accept, or name another worker. \
 Be accurate and cheap.
@@ -174,3 +180,72 @@ def worker_rows(table: str, workers: Sequence[str]) -> dict[str, tuple[str, str]
         if cells and cells[0] in workers:
             rows[cells[0]] = (cells[2], cells[3])
     return rows
+
+
+class EscalateConfig(PolicyConfig):
+    """The escalation policy and its settings."""
+
+    name: Literal["escalate"] = "escalate"
+    """One word a turn: a worker to answer, then accept its reply or escalate to another."""
+    verify: str | None = None
+    """A tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report the orchestrator
+    reads with the reply before it accepts or escalates."""
+    reply_chars: NonNegativeInt | None = None
+    """Characters of each worker reply shown to the orchestrator (its end); 0 shows its length and the ``verify``
+    tool's report on it, or without ``verify`` nothing (the orchestrator routes from the question alone); default:
+    the whole reply."""
+    escalate_above: Probability | dict[str, Probability] | None = None
+    """At temperature 0: after a worker's reply, escalate (to the worker the orchestrator ranks first) exactly
+    where its probability of not accepting exceeds this, and accept elsewhere, instead of taking its most probable
+    word; the operating point a price sheet picks (``podium routing threshold`` computes it). As a mapping worker →
+    score, with several workers to escalate to: after the first reply (which ``podium routing threshold`` prices as
+    the weak model's), the worker with the highest score that its probability of not accepting exceeds answers
+    next, and its reply is accepted (accept at once where it exceeds none, or where that worker has answered
+    already). Needs an orchestrator whose backend scores its choices (a local model). Default: the most probable
+    word."""
+    prices_at_decision: bool = False
+    """After each worker reply, the observation also names the price of every worker not asked yet (``Not asked
+    yet: gpt4 at $10/$30 per 1M in/out tokens.``), so the price sits right before the decision it bears on rather
+    than only in the system prompt, hundreds of tokens earlier. Off by default: it changes the prompt, and an
+    orchestrator trained without it reads another one."""
+    policy_class = EscalationPolicy
+
+    def sampling_problem(self, temperature: float) -> str | None:
+        if self.escalate_above is not None and temperature > 0:
+            return (
+                f"escalate_above decides by a threshold, which leaves nothing to sample: it needs temperature 0, "
+                f"not {temperature}"
+            )
+        return None
+
+    def check(self, setup: PolicySetup) -> None:
+        if self.verify is not None and self.verify not in setup.tools:
+            raise ValueError(f"verify: '{self.verify}' is not a tool of the pool ({list(setup.tools)})")
+        if self.escalate_above is not None and not setup.scores_choices:
+            raise ValueError(
+                f"escalate_above: thresholds the probabilities of the orchestrator's choices, which its backend "
+                f"'{setup.orchestrator}' does not give with constrained: '{setup.constrained}' (a local model gives "
+                "them, constrained 'auto' or 'always')"
+            )
+        if isinstance(self.escalate_above, dict):
+            check_escalation_targets(list(self.escalate_above), list(setup.workers), setup.blind)
+
+    def recorded(self) -> dict[str, Any]:
+        return {"escalate_above": self.escalate_above} if self.escalate_above is not None else {}
+
+    def unexplorable(self) -> str | None:
+        if self.escalate_above is not None:
+            return "escalate_above: exploring plays every path, and a threshold would keep one"
+        return None
+
+
+def check_escalation_targets(targets: list[str], workers: list[str], blind: bool) -> None:
+    """``escalate_above`` given per worker names workers of the pool, as the orchestrator sees them."""
+    unknown = [target for target in targets if target not in workers]
+    if unknown:
+        raise ValueError(f"escalate_above: {unknown} are no workers of the pool (workers: {workers})")
+    if blind:
+        raise ValueError(
+            "escalate_above: given per worker, it names workers that a blind pool hides behind new labels every "
+            "episode; give one threshold, or turn blind labels off"
+        )

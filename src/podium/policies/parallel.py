@@ -3,6 +3,7 @@ history to the pool's summarizer role (:mod:`podium.pool.summarizer`), which wri
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from podium.backends.grammar import Grammar, Limits, free_text, literal, repeated, sequence
 from podium.core.answers import extract_answer
@@ -17,6 +18,7 @@ from podium.policies.base import (
     Policy,
     PoolView,
 )
+from podium.policies.config import PolicyConfig
 from podium.policies.hermes import call_grammar, read_tool_calls, render_results, render_tools
 from podium.pool.summarizer import FINAL_ANSWER
 
@@ -100,3 +102,11 @@ class ParallelPolicy(Policy):
             (result,) = await dispatch.run([action.call], "summarizer")
             return Outcome([result], extract_answer(str(result.value)) if result.ok else None)
         return await super().execute(action, dispatch, history, limit)
+
+
+class ParallelConfig(PolicyConfig):
+    """ParaManager's rounds of parallel calls (no settings of its own)."""
+
+    name: Literal["parallel"] = "parallel"
+    """Rounds of calls, then the summarizer's answer."""
+    policy_class = ParallelPolicy

@@ -1,11 +1,13 @@
 """ToolOrchestra's serial action space: reason, make one tool call, read the result, repeat, then answer."""
 
 from collections.abc import Sequence
+from typing import Literal
 
 from podium.backends.grammar import Grammar, Limits, choice, free_text, json_value, literal, optional, sequence
 from podium.core.answers import last_boxed
 from podium.core.calls import ToolResult
 from podium.policies.base import Action, ActionParseError, Answer, Calls, Policy, PoolView
+from podium.policies.config import PolicyConfig
 from podium.policies.hermes import (
     call_grammar,
     read_tool_calls,
@@ -38,6 +40,7 @@ class SerialPolicy(Policy):
     name = "serial"
     max_turns = 50
     calls_tools = True
+    converses = True
     max_calls_per_round = 1
 
     def system_prompt(self, view: PoolView) -> str:
@@ -82,3 +85,11 @@ def final_answer(text: str) -> str:
     if not answer:
         raise ActionParseError("the output has neither a <tool_call> nor an answer: call a tool or write <answer>")
     return answer
+
+
+class SerialConfig(PolicyConfig):
+    """ToolOrchestra's serial action space (no settings of its own)."""
+
+    name: Literal["serial"] = "serial"
+    """One tool call a turn, then an answer."""
+    policy_class = SerialPolicy

@@ -317,3 +317,10 @@ def embedded_pool_config() -> PoolConfig:
         tools=["python", "symbolic_math", "local_search"],
         roles=["standard_reasoner", "critical_reviewer", "knowledge_searcher", "code_reasoner", "ensemble_solver"],
     )
+
+
+def resolve_pool_config(source: str | Path | PoolConfig | None) -> PoolConfig:
+    """What a config's ``pool`` names: a pool file, an inline pool, or (``None``) the embedded offline pool."""
+    if source is None:
+        return embedded_pool_config()
+    return source if isinstance(source, PoolConfig) else load_pool_config(source)

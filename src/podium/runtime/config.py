@@ -1,46 +1,31 @@
 """The run configuration: policy, budget, sampling, constrained decoding and tool lists of an episode."""
 
-from typing import Annotated, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
-from podium.config import Config
-from podium.policies import PolicyName
+from podium.config import MAX_USD_SPLIT, Config
+from podium.policies import POLICIES, POLICY_NAMES, PolicySettings, SerialConfig
 
-Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+POLICY_SETTING = "a setting of the {policy} policy now, under policy: policy: {{name: {policy}, {key}: …}}"
+"""What a key that was a run setting once and is a policy's now is refused with (a policy owns its settings)."""
 
 
 class RunConfig(Config):
     """How the orchestrator runs one episode. Unset limits take the policy's defaults (turns: serial 50,
     parallel 12, dag 8; calls per round: 1, 4, 16)."""
 
-    policy: PolicyName = "serial"
-    """Action space: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds), ``dag`` (Uno-Orchestra) or
-    ``escalate`` (one word a turn: a worker to answer, then accept its reply or escalate to another)."""
-    lazy: bool = True
-    """``dag`` only: the orchestrator may answer at once (Uno's lazy mode); false forces a plan first (forced
-    decomposition, the ablation)."""
-    verify: str | None = None
-    """``escalate`` only: a tool of the pool (e.g. ``check_arithmetic``) called on each worker reply, whose report
-    the orchestrator reads with the reply before it accepts or escalates."""
-    reply_chars: NonNegativeInt | None = None
-    """``escalate`` only: characters of each worker reply shown to the orchestrator (its end); 0 shows its length
-    and the ``verify`` tool's report on it, or without ``verify`` nothing (the orchestrator routes from the question
-    alone); default: the whole reply."""
-    escalate_above: Probability | dict[str, Probability] | None = None
-    """``escalate`` only, at temperature 0: after a worker's reply, escalate (to the worker the orchestrator ranks
-    first) exactly where its probability of not accepting exceeds this, and accept elsewhere, instead of taking its
-    most probable word; the operating point a price sheet picks (``podium routing threshold`` computes it). As a
-    mapping worker → score, with several workers to escalate to: after the first reply (which ``podium routing
-    threshold`` prices as the weak model's), the worker with the highest score that its probability of not
-    accepting exceeds answers next, and its reply is accepted (accept at once where it exceeds none, or where that
-    worker has answered already). Needs an orchestrator whose backend scores its choices (a local model). Default:
-    the most probable word."""
-    prices_at_decision: bool = False
-    """``escalate`` only: after each worker reply, the observation also names the price of every worker not asked
-    yet (``Not asked yet: gpt4 at $10/$30 per 1M in/out tokens.``), so the price sits right before the decision it
-    bears on rather than only in the system prompt, hundreds of tokens earlier. Off by default: it changes the
-    prompt, and an orchestrator trained without it reads another one."""
+    moved: ClassVar[dict[str, str]] = {
+        **MAX_USD_SPLIT,
+        **{key: POLICY_SETTING.format(policy=name, key=key)
+           for name, config in zip(POLICY_NAMES, POLICIES, strict=True) for key in config.settings()},
+    }  # fmt: skip
+
+    policy: PolicySettings = Field(default_factory=SerialConfig)
+    """Action space and its own settings: ``serial`` (ToolOrchestra), ``parallel`` (ParaManager rounds), ``dag``
+    (Uno-Orchestra) or ``escalate`` (one word a turn: a worker to answer, then accept its reply or escalate to
+    another), by name, or as a mapping of its name and settings (``{name: escalate, verify: check_arithmetic}``;
+    each policy's settings: :mod:`podium.policies`)."""
     orchestrator: str | None = None
     """Worker (by name) that plays the orchestrator; default: the pool's first worker."""
     summarizer: str | None = None
@@ -52,7 +37,7 @@ class RunConfig(Config):
     """Most calls one turn may dispatch; more are refused with PARSE_ERR. Default: the policy's."""
     max_total_tokens: PositiveInt | None = None
     """Most tokens of the whole episode, orchestrator and workers, prompt and completion."""
-    max_usd: PositiveFloat | None = None
+    max_episode_usd: PositiveFloat | None = None
     """Most US dollars for the episode; a generation or call whose cost bound exceeds what is left is refused
     before it runs, so the cap is never crossed."""
     max_seconds: PositiveFloat | None = None
@@ -100,9 +85,4 @@ class RunConfig(Config):
     def sampling_problem(self) -> str | None:
         """Why these settings cannot sample as they say (``None``: they can); checked again where an episode is
         set up, since a sampled attempt copies the settings with its own temperature."""
-        if self.escalate_above is not None and self.temperature > 0:
-            return (
-                f"escalate_above decides by a threshold, which leaves nothing to sample: it needs temperature 0, "
-                f"not {self.temperature}"
-            )
-        return None
+        return self.policy.sampling_problem(self.temperature)

@@ -15,7 +15,7 @@ from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.ledger import RunCap
 from podium.errors import ConfigError, MissingExtraError
-from podium.policies import Policy, PoolView, Toolset, build_policy
+from podium.policies import Policy, PolicySetup, PoolView, Toolset
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
 from podium.pool.resources import Attachment, checked_attachments
@@ -37,17 +37,7 @@ class Executor:
     ) -> None:
         self.pool = pool
         self.config = config or RunConfig()
-        try:
-            self.policy = policy or build_policy(
-                self.config.policy,
-                lazy=self.config.lazy,
-                verify=self.config.verify,
-                reply_chars=self.config.reply_chars,
-                escalate_above=self.config.escalate_above,
-                prices_at_decision=self.config.prices_at_decision,
-            )
-        except ValueError as error:
-            raise ConfigError(str(error)) from error
+        self.policy = policy or self.config.policy.build()
         problem = self.config.sampling_problem()
         if problem is not None:
             raise ConfigError(problem)
@@ -55,28 +45,33 @@ class Executor:
         for field, value in (("orchestrator", self.config.orchestrator), ("summarizer", self.config.summarizer)):
             if value is not None and value not in names:
                 raise ConfigError(f"{field}: '{value}' is not a worker of the pool (workers: {names})")
-        if self.config.verify is not None and self.config.verify not in pool.registry.names():
-            raise ConfigError(f"verify: '{self.config.verify}' is not a tool of the pool ({pool.registry.names()})")
         self.orchestrator = orchestrator or pool.backends[self.config.orchestrator or names[0]]
-        if self.config.escalate_above is not None and (
-            self.config.constrained == "never" or not self.orchestrator.supports_choices
-        ):
-            raise ConfigError(
-                f"escalate_above: thresholds the probabilities of the orchestrator's choices, which its backend "
-                f"'{self.orchestrator.model}' does not give with constrained: '{self.config.constrained}' (a local "
-                "model gives them, constrained 'auto' or 'always')"
-            )
-        if isinstance(self.config.escalate_above, dict):
-            check_escalation_targets(list(self.config.escalate_above), names, pool.config.blind.enabled)
+        self._check_policy_settings(names)
         self.budget = Budget(
             max_turns=self.config.max_turns or self.policy.max_turns,
             max_calls_per_round=min(
                 self.config.max_calls_per_round or self.policy.max_calls_per_round, self.policy.max_calls_per_round
             ),
             max_tokens=self.config.max_total_tokens,
-            max_usd=self.config.max_usd,
+            max_usd=self.config.max_episode_usd,
             max_seconds=self.config.max_seconds,
         )
+
+    def _check_policy_settings(self, workers: list[str]) -> None:
+        """The policy's own settings, checked against this pool and orchestrator."""
+        mode = self.config.constrained
+        setup = PolicySetup(
+            tools=self.pool.registry.names(),
+            workers=workers,
+            blind=self.pool.config.blind.enabled,
+            orchestrator=self.orchestrator.model,
+            scores_choices=mode != "never" and self.orchestrator.supports_choices,
+            constrained=mode,
+        )
+        try:
+            self.config.policy.check(setup)
+        except ValueError as error:  # a setting of the policy: its field is under policy
+            raise ConfigError(f"policy.{error}") from error
 
     async def run(
         self,
@@ -155,7 +150,7 @@ class Executor:
             "orchestrator": self.orchestrator.model,
             "labels": dict(pool.labels),
             **({"seed": seed} if seed is not None else {}),
-            **({"escalate_above": self.config.escalate_above} if self.config.escalate_above is not None else {}),
+            **self.config.policy.recorded(),
             **({"attachments": [a.name for a in attached]} if attached else {}),
         }
 
@@ -240,15 +235,3 @@ def fit_history(history: Sequence[Message], orchestrator: ChatBackend, max_token
             break
         kept.append(message)
     return kept[::-1]
-
-
-def check_escalation_targets(targets: list[str], workers: list[str], blind: bool) -> None:
-    """``escalate_above`` given per worker names workers of the pool, as the orchestrator sees them."""
-    unknown = [target for target in targets if target not in workers]
-    if unknown:
-        raise ConfigError(f"escalate_above: {unknown} are no workers of the pool (workers: {workers})")
-    if blind:
-        raise ConfigError(
-            "escalate_above: given per worker, it names workers that a blind pool hides behind new labels every "
-            "episode; give one threshold, or turn blind labels off"
-        )

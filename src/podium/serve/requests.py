@@ -243,7 +243,7 @@ def request_config(base: RunConfig, budget: Budget, request: EpisodeRequest, max
     options = request.podium
     update: dict[str, Any] = {"deny": [*base.deny, *options.deny]}
     limits = (
-        ("max_usd", budget.max_usd, (options.max_usd, max_usd)),
+        ("max_episode_usd", budget.max_usd, (options.max_usd, max_usd)),
         ("max_turns", budget.max_turns, (options.max_turns,)),
         ("max_seconds", budget.max_seconds, (options.max_seconds,)),
         ("max_total_tokens", budget.max_tokens, (options.max_total_tokens,)),

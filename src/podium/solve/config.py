@@ -5,7 +5,7 @@ Example::
 
     name: qwen3-8b-parallel
     policy: parallel
-    max_usd: 0.50
+    max_episode_usd: 0.50
     orchestrator: qwen3-8b
     pool: pool.yaml          # a pool YAML path, an inline pool, or omitted for the embedded offline pool
 """
@@ -18,7 +18,7 @@ from podium.config import Config
 from podium.envs.conversation import UserSimulatorConfig
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig, WorkerConfig
-from podium.pool.pool import embedded_pool_config, load_pool_config
+from podium.pool.pool import resolve_pool_config
 from podium.runtime.config import RunConfig
 
 
@@ -56,12 +56,7 @@ class SystemConfig(NamedSystem, RunConfig):
     def pool_config(self) -> PoolConfig:
         """The pool this system names: a YAML path, an inline config, or the embedded pool; with ``replay``, its
         recorded workers answering from the recording."""
-        if self.pool is None:
-            pool = embedded_pool_config()
-        elif isinstance(self.pool, PoolConfig):
-            pool = self.pool
-        else:
-            pool = load_pool_config(self.pool)
+        pool = resolve_pool_config(self.pool)
         return pool.replayed(self.replay) if self.replay is not None else pool
 
     def run_config(self) -> RunConfig:
@@ -88,4 +83,4 @@ def orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
 
 def default_name(pool: PoolConfig, config: RunConfig) -> str:
     """``orchestrator:<policy>:<model>``, the name of an unnamed system."""
-    return f"orchestrator:{config.policy}:{orchestrator_model(pool, config)}"
+    return f"orchestrator:{config.policy.name}:{orchestrator_model(pool, config)}"

@@ -21,11 +21,11 @@ recording, the router's settings or the price sheet changed since (the file reco
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, PositiveFloat, model_validator
 
-from podium.config import read_structured_file
+from podium.config import MAX_USD_SPLIT, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError
 from podium.pool.config import PoolConfig
@@ -40,6 +40,8 @@ from podium.solve.system import System
 
 class RouterSystemConfig(NamedSystem):
     """A fitted router choosing the worker that answers each task."""
+
+    moved: ClassVar[dict[str, str]] = MAX_USD_SPLIT
 
     kind: Literal["router"] = "router"
     """Selects this system."""
@@ -68,7 +70,7 @@ class RouterSystemConfig(NamedSystem):
     ``l2``, ``seed``; cascades ``l2``)."""
     fitted: str | None = None
     """Where the fitted router is saved and loaded; default ``RECORDING/routers/NAME.npz``."""
-    max_usd: PositiveFloat | None = None
+    max_episode_usd: PositiveFloat | None = None
     """Most US dollars per episode (calls refused beforehand when they could cross it)."""
     max_seconds: PositiveFloat | None = None
     """Wall-clock deadline of an episode."""
@@ -91,7 +93,7 @@ class RouterSystemConfig(NamedSystem):
             pool=chosen,
             policy="escalate",
             max_turns=len(chosen.workers) + 1,
-            max_usd=self.max_usd,
+            max_episode_usd=self.max_episode_usd,
             max_seconds=self.max_seconds,
         )
 

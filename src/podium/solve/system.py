@@ -27,7 +27,7 @@ from podium.core.progress import OnEvent
 from podium.core.trajectory import Trajectory
 from podium.costs.ledger import RunCap
 from podium.datasets.items import BenchmarkItem
-from podium.envs.conversation import CONVERSATION_POLICIES, UserSimulatorConfig, run_task
+from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError
 from podium.pool.pool import Pool, build_pool, pool_catalog
@@ -147,13 +147,13 @@ class System:
 
     def supports(self, verifier: VerifierKind) -> bool:
         """Whether items of ``verifier`` can be attempted: tool-use items need a policy that converses."""
-        return verifier != "environment" or self.config.policy in CONVERSATION_POLICIES
+        return verifier != "environment" or self.config.policy.policy_class.converses
 
     def cost_bound(self, item: BenchmarkItem | None = None) -> float | None:
         """The most one episode can cost, the same for every item: its own USD cap (its ledger never crosses
         it), 0 over a pool where nothing has a price, else unknown (``None``)."""
-        if self.config.max_usd is not None:
-            return self.config.max_usd
+        if self.config.max_episode_usd is not None:
+            return self.config.max_episode_usd
         return 0.0 if self.pool.is_free() else None
 
     async def solve(
@@ -217,8 +217,9 @@ class System:
         if isinstance(task, BenchmarkItem) and task.verifier == "environment":
             raise ConfigError(f"item {task.id}: tool-use episodes cannot be explored path by path")
         config = settings or self.config
-        if config.escalate_above is not None:
-            raise ConfigError("escalate_above: exploring plays every path, and a threshold would keep one")
+        problem = config.policy.unexplorable()
+        if problem is not None:
+            raise ConfigError(problem)
         # a path follower offers the policy's choices, not free text
         constrained = config.model_copy(update={"constrained": "always"})
 

@@ -159,15 +159,19 @@ def price_threshold(settings: ThresholdConfig, reward: CostPenalty) -> dict[str,
 
 
 def write_thresholded_system(system: Path, out: Path, threshold: float | dict[str, float], prices: str | None) -> None:
-    """``system`` written to ``out`` with ``escalate_above: threshold``, checked as ``podium eval`` reads it."""
+    """``system`` written to ``out`` with its policy's ``escalate_above: threshold``, checked as ``podium eval``
+    reads it."""
     from podium.evaluate.system_config import system_config_from_dict
     from podium.runtime.config import RunConfig
 
     data = read_structured_file(system)
     if isinstance(data, dict):  # anything else is refused by the validation, naming the file
-        data = {**data, "escalate_above": threshold}
+        policy = data.get("policy")
+        settings = {"name": policy} if isinstance(policy, str) else policy
+        if isinstance(settings, dict) and settings.get("name") == "escalate":
+            data = {**data, "policy": {**settings, "escalate_above": threshold}}
     config = system_config_from_dict(data, source=str(system))
-    if not isinstance(config, RunConfig) or config.policy != "escalate":
+    if not isinstance(config, RunConfig) or config.policy.name != "escalate":
         raise ConfigError(f"{system}: escalate_above applies to an orchestrator with policy escalate")
     sheet = f"the prices of {prices}" if prices is not None else "the recorded prices"
     header = f"# {system} with the escalate_above that `podium routing threshold` computed\n# for {sheet}.\n"

@@ -1,10 +1,10 @@
 """The configs of the routing commands: every field is a flag and a YAML key (``--config FILE``), written once."""
 
-from typing import Self
+from typing import ClassVar, Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from podium.config import Config
+from podium.config import MAX_USD_SPLIT, Config
 from podium.graders.grader import GradingConfig
 from podium.recording import Split, SplitRule
 from podium.routers.models import RouterKind
@@ -12,6 +12,8 @@ from podium.routers.models import RouterKind
 
 class RecordConfig(Config):
     """``podium routing record``: ask every worker of a pool every task and grade each reply."""
+
+    moved: ClassVar[dict[str, str]] = MAX_USD_SPLIT
 
     pool: str
     """The pool file whose workers are recorded."""
@@ -31,7 +33,7 @@ class RecordConfig(Config):
     """Calls in flight at once."""
     per_worker: PositiveInt = 4
     """Calls in flight at once to one worker."""
-    max_usd: PositiveFloat | None = None
+    max_run_usd: PositiveFloat | None = None
     """Hard cap on the recording's spend (earlier runs of it included): a call starts only when its cost bound fits."""
     split: SplitRule = Field(default_factory=SplitRule)
     """How tasks are split into train, validation and test."""

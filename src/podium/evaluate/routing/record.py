@@ -3,7 +3,7 @@
 match / F1, code tests in the sandbox, an LLM judge, recorded outcome) and appended to the recording as it finishes.
 
 The run is resumable: outcomes are appended one synced line at a time, a torn last line is set aside when the
-recording is opened again, and the (task, worker) pairs it holds are not asked again. ``max_usd`` is a hard cap: a
+recording is opened again, and the (task, worker) pairs it holds are not asked again. ``max_run_usd`` is a hard cap: a
 call starts only when its cost bound (its prompt and ``max_tokens`` at the worker's price) fits what the spend and
 the calls in flight leave. A call that fails is recorded as failed, with its reason, never as a wrong answer.
 
@@ -254,7 +254,7 @@ class RecordingJob:
         settings = self.settings
         return await record_pool(self.writer, self.backends, self.grader, max_tokens=settings.max_tokens,
                                  concurrency=settings.concurrency, per_worker=settings.per_worker,
-                                 max_usd=settings.max_usd, progress=progress)  # fmt: skip
+                                 max_usd=settings.max_run_usd, progress=progress)  # fmt: skip
 
     def summary(self, runner: BatchRunner) -> dict[str, Any]:
         """Per worker: outcomes recorded, failed, right, and USD; then the totals."""
@@ -281,7 +281,7 @@ class RecordingJob:
                          f"${counts['usd']:.6f}")  # fmt: skip
         lines.append(f"spent ${summary['usd']:.6f}")
         if summary["stopped_by_budget"]:
-            lines.append("stopped at the USD cap: rerun with a higher --max-usd to finish")
+            lines.append("stopped at the USD cap: rerun with a higher --max-run-usd to finish")
         return "\n".join(lines)
 
 

@@ -22,11 +22,11 @@ Paths in an experiment file (pools, trajectories, tasks, price sheets) are relat
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, PositiveFloat, PositiveInt, model_validator
 
-from podium.config import Config, read_structured_file
+from podium.config import MAX_USD_SPLIT, Config, read_structured_file
 from podium.errors import ConfigError
 from podium.evaluate.system_config import EvalSystemConfig, build_system, system_config_from_dict
 from podium.pool.pool import load_pool_config
@@ -98,6 +98,8 @@ class ArmConfig(Config):
 class ScaleConfig(Config):
     """How much one scale runs."""
 
+    moved: ClassVar[dict[str, str]] = MAX_USD_SPLIT
+
     limit: PositiveInt | None = None
     """Evaluation items: the benchmark's first N (all when absent)."""
     train_items: PositiveInt = 8
@@ -106,7 +108,7 @@ class ScaleConfig(Config):
     """Evaluation samples per item."""
     concurrency: PositiveInt = 1
     """Evaluation samples solved at once."""
-    max_usd: PositiveFloat | None = None
+    max_run_usd: PositiveFloat | None = None
     """Most USD each evaluation run may spend."""
     patch: dict[str, Any] = Field(default_factory=dict)
     """Merged over the experiment at this scale: ``system``, ``training``, and ``arms`` as arm name → fields."""

@@ -18,8 +18,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from podium.ablations.config import Arm, Experiment, arm_errors
-from podium.ablations.training import Say, StageRecord, train_arm, trained_system
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError
@@ -27,6 +25,8 @@ from podium.evaluate.metrics import run_metrics
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, system_config_from_dict
+from podium.experiments.config import Arm, Experiment, arm_errors
+from podium.experiments.training import Say, StageRecord, train_arm, trained_system
 
 SUMMARY_FILE = "summary.json"
 METRICS = (
@@ -133,7 +133,7 @@ def _evaluate(
             out=out / arm.name,
             samples=settings.samples,
             concurrency=settings.concurrency,
-            max_usd=settings.max_usd,
+            max_run_usd=settings.max_run_usd,
             system_config=system,
             data_dir=data_dir,
             progress=progress,

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from podium.ablations.config import Arm, Experiment, TrainingConfig
 from podium.core.trajectory import write_trajectories
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import Benchmark
 from podium.errors import ConfigError
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, system_config_from_dict
+from podium.experiments.config import Arm, Experiment, TrainingConfig
 from podium.pool.config import WorkerConfig
 from podium.solve.config import SystemConfig
 from podium.train.sft import TrainResult, run_sft

@@ -1,0 +1,38 @@
+"""What ``podium eval`` runs: the system file, the items, where results go and how the run goes. Every field is a
+flag and a key of an ``--config`` file (:mod:`podium.cli.fields`)."""
+
+from pydantic import NonNegativeFloat, PositiveInt
+
+from podium.datasets.selection import ItemSelection
+
+
+class EvalConfig(ItemSelection):
+    """An evaluation run: a system on a benchmark or tasks file; results go to ``out`` as each sample finishes."""
+
+    system: str
+    """System config file (YAML/JSON): its kind (single_model, majority_vote, self_refine, static_router,
+    tools_model, orchestrator, router) and settings."""
+    out: str
+    """Run directory; rerunning with the same one resumes."""
+    samples: PositiveInt = 1
+    """Samples per item (k, for pass@2/mean@k)."""
+    concurrency: PositiveInt = 4
+    """Samples solved at once."""
+    max_run_usd: NonNegativeFloat | None = None
+    """Stop starting samples once the run has spent this many USD."""
+    hub: bool = False
+    """Load the benchmark from the Hugging Face hub (needs datasets)."""
+    sandbox_config: str | None = None
+    """Sandbox limits for code verifiers (SandboxConfig file)."""
+    quiet: bool = False
+    """No progress bar."""
+    ray: str | None = None
+    """Solve samples on Ray workers: ``local`` (start Ray here), ``auto`` (join this machine's cluster) or an
+    address (HOST:6379, ray://HOST:10001); resume, lock and ``max_run_usd`` stay here (needs the ray extra)."""
+    tau2_results: str | None = None
+    """Also write the run's tau2 conversations here, as ``tau2 run`` saves them."""
+    preferences: str | None = None
+    """Preference pairs (JSONL from ``podium data preferences``, or a YAML/JSON list of instruction and weights):
+    item i gets pair i mod n, its instruction appended to the task and its vector kept for rewards."""
+    prices: str | None = None
+    """Price sheet merged over the system pool's prices (evaluate under unseen prices)."""
