@@ -8,7 +8,7 @@ import typer
 from podium.backends.base import BackendError
 from podium.cli.common import errors, fail
 from podium.cli.fields import Flags, config_options, load_config
-from podium.errors import PodiumError
+from podium.errors import ConfigError, PodiumError
 from podium.serve.http import run_app
 from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
 from podium.solve.router import load_system
@@ -17,8 +17,11 @@ from podium.solve.system import System
 
 @config_options(
     ServeConfig,
-    ("max_concurrent", "max_queued", ("request_timeout_s", "--request-timeout"), "api_key_env", "trace", "request_log"),
-)
+    (
+        "max_concurrent", "max_queued", ("request_timeout_s", "--request-timeout"), "api_key_env", "trace",
+        "request_log", "served", "max_shadow",
+    ),
+)  # fmt: skip
 def serve_command(
     system: Annotated[
         list[Path] | None,
@@ -27,6 +30,15 @@ def serve_command(
             help="System file (repeatable): an orchestrator (a `podium eval` orchestrator file works as it is) or a "
             "router (kind router); its name is the model id. Default: the embedded offline orchestrator, two turns "
             "then the summarizer.",
+        ),
+    ] = None,
+    shadow: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--shadow",
+            help="A candidate system file (repeatable) run beside the served system of the same name (or the only "
+            "one) on real requests: its answers are recorded in --served, never returned; promote it with "
+            "`podium promote`.",
         ),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
@@ -48,9 +60,29 @@ def serve_command(
             systems = [load_system(path) for path in system]
         else:
             systems = [System.build(DEFAULT_SYSTEM, source="the embedded orchestrator")]
-        app = create_orchestrator_app(systems, settings)
+        shadows = shadowed(systems, [(path, load_system(path)) for path in shadow or []])
+        app = create_orchestrator_app(systems, settings, shadows)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
-    names = ", ".join(s.name for s in systems)
-    errors.print(f"serving {names} on http://{host}:{port}/v1", highlight=False, soft_wrap=True)
+    for served in systems:
+        beside = shadows.get(served.name)
+        also = "" if beside is None else f", shadow {beside.name} version {beside.version}"
+        errors.print(
+            f"serving {served.name} (version {served.version}{also}) on http://{host}:{port}/v1",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip
     run_app(app, host=host, port=port)
+
+
+def shadowed(systems: list[System], candidates: list[tuple[Path, System]]) -> dict[str, System]:
+    """Served model id → the candidate beside it: the served system of the candidate's name, or the only one."""
+    names = [served.name for served in systems]
+    shadows: dict[str, System] = {}
+    for path, candidate in candidates:
+        model = candidate.name if candidate.name in names else names[0] if len(names) == 1 else None
+        if model is None:
+            raise ConfigError(f"--shadow {path}: its system {candidate.name} is not served; served: {names}")
+        if model in shadows:
+            raise ConfigError(f"--shadow {path}: {model} has a shadow already ({shadows[model].name})")
+        shadows[model] = candidate
+    return shadows

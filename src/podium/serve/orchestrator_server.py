@@ -5,7 +5,12 @@ lists the served orchestrators and ``GET /metrics`` reports in Prometheus text f
 Requests (:mod:`podium.serve.requests`), how messages become the episode's context
 (:mod:`podium.serve.conversation`), client tools (:mod:`podium.serve.sessions`), responses and streams
 (:mod:`podium.serve.legs`), the queue (:mod:`podium.serve.admission`), API keys and their daily USD limits
-(:mod:`podium.serve.accounts`), metrics and request logs (:mod:`podium.serve.operations`).
+(:mod:`podium.serve.accounts`), metrics and request logs (:mod:`podium.serve.operations`), the traffic directory
+of every ended episode (:mod:`podium.serve.traffic`) and its feedback (``POST /v1/feedback``,
+:mod:`podium.serve.feedback`), and candidates served in shadow and promoted (:mod:`podium.serve.shadow`).
+
+Each served model shows its system's version (:mod:`podium.solve.version`) in ``/v1/models``, in ``/metrics``
+labels, in every response's ``podium`` object and in the records of its episodes.
 
 A client that goes away while its response is being worked on cancels the episode: its calls are cancelled, what
 it spent (and the bounds of the work cut short) is charged to its key, and the trajectory is traced with stop
@@ -15,29 +20,35 @@ reason ``cancelled``.
 import json
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
-from typing import Any
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 from starlette.types import Scope
 
 from podium.config import Config
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
+from podium.graders.grader import Grader
 from podium.pool.summarizer import FINAL_ANSWER
 from podium.runtime.config import RunConfig
 from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
+from podium.serve.feedback import FeedbackDesk, FeedbackRequest, feedback_body
 from podium.serve.http import DEFAULT_MAX_BODY_BYTES, ApiError, describe_errors, invalid_request, openai_app
 from podium.serve.legs import LegRequest, collect, json_text, stream
 from podium.serve.operations import Labels, Metrics, RequestLog, episode_record
+from podium.serve.records import EpisodeFacts, episode_facts, solved
 from podium.serve.requests import EpisodeRequest, request_config
 from podium.serve.sessions import ServedEpisode
+from podium.serve.shadow import Deployment, ShadowRuns
+from podium.serve.traffic import TrafficLog
 from podium.serve.waiting import WaitingEpisodes
 from podium.solve.config import SystemConfig
+from podium.solve.served import SHADOW_SUFFIX
 from podium.solve.system import Chat, System
 
 DEFAULT_SYSTEM = SystemConfig(max_turns=2, max_tokens=256, summarize_on_stop=True)
@@ -78,27 +89,57 @@ class ServeConfig(Config):
     """Append one JSON line per response (refusals included) and per ended episode to this file (``-``: stderr)."""
     heartbeat_s: PositiveFloat = 2.0
     """Seconds between heartbeat events of a stream while the episode works without news."""
+    served: str | None = None
+    """Traffic directory: every ended episode (live and shadow: the system's version, the key, the task, its gold,
+    every call with its worker and price, the answer, its grade, the trajectory) and every feedback is appended to
+    it, synced before the response that reports it; ``POST /v1/feedback`` needs it, and ``podium data collect
+    --from-served`` reads it."""
+    max_shadow: PositiveInt = 2
+    """Shadow episodes run at once; a request arriving while they all run gets no shadow (counted)."""
+    admin_keys: list[str] = Field(default_factory=list)
+    """Names of the keys that may promote a shadow (``POST /v1/models/{model}/promote``); where the server needs
+    no key, anyone may."""
 
 
 class EpisodeServer:
     """The served orchestrators, the queue, the keys, the episodes waiting on client tools, and what is
     recorded."""
 
-    def __init__(self, systems: Sequence[System], config: ServeConfig) -> None:
+    def __init__(
+        self, systems: Sequence[System], config: ServeConfig, shadows: Mapping[str, System] | None = None
+    ) -> None:
         if not systems:
             raise ConfigError("no orchestrator to serve")
-        self.systems = {system.name: system for system in systems}
-        if len(self.systems) != len(systems):
+        self.deployments = {system.name: Deployment(system) for system in systems}
+        if len(self.deployments) != len(systems):
             raise ConfigError(f"served orchestrators need distinct names: {[s.name for s in systems]}")
+        for model, shadow in (shadows or {}).items():
+            if model not in self.deployments:
+                raise ConfigError(f"shadow {shadow.name}: no served model '{model}' to run beside")
+            self.deployments[model].shadow = shadow
         self.config = config
         keys = list(config.keys)
         if config.api_key_env is not None:
             keys.append(ApiKey(name="default", key_env=config.api_key_env))
+        unknown = sorted(set(config.admin_keys) - {key.name for key in keys})
+        if unknown:
+            raise ConfigError(f"admin_keys: {unknown} name no key of keys or api_key_env")
         self.accounts = Accounts(keys, config.spend_file)
         self.admission = Admission(config.max_concurrent, config.max_queued, config.queue_timeout_s)
-        self.metrics = Metrics(known_labels(systems, [key.name for key in keys]))
+        every = [*systems, *(shadows or {}).values()]
+        self.metrics = Metrics(known_labels(every, [key.name for key in keys]))
+        for model, deployment in self.deployments.items():
+            self.metrics.serving(model, deployment.live.version, "live")
+            if deployment.shadow is not None:
+                self.metrics.serving(model, deployment.shadow.version, "shadow")
         self.log = RequestLog(config.request_log)
         self.waiting = WaitingEpisodes(config.client_tool_timeout_s, config.max_waiting_episodes, self.metrics)
+        self.grader = Grader()
+        self.traffic = None if config.served is None else TrafficLog(config.served)
+        self.feedback = None if self.traffic is None else FeedbackDesk(self.traffic, self.grader)
+        self.shadows = ShadowRuns(config.max_shadow, self.grader, self.metrics, self._shadow_ended)
+        self.running: dict[str, ServedEpisode] = {}
+        """Episodes running here, by each of their response ids (a feedback naming one is early, not unknown)."""
 
     async def authorize(self, request: Request) -> str | None:
         """The name of the request's API key (401 when one is needed and missing or wrong)."""
@@ -107,20 +148,56 @@ class EpisodeServer:
         return account
 
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [model_object(name) for name in self.systems]}
+        return {"object": "list", "data": [model_object(name, self.deployments[name]) for name in self.deployments]}
 
     def model(self, name: str) -> dict[str, Any]:
-        self.system(name)
-        return model_object(name)
+        return model_object(name, self.deployment(name))
 
-    def system(self, model: str) -> System:
-        system = self.systems.get(model)
-        if system is None:
+    def deployment(self, model: str) -> Deployment:
+        deployment = self.deployments.get(model)
+        if deployment is None:
             raise ApiError(
-                404, f"model '{model}' is not served here; served: {sorted(self.systems)}",
+                404, f"model '{model}' is not served here; served: {sorted(self.deployments)}",
                 "not_found_error", param="model", code="model_not_found",
             )  # fmt: skip
-        return system
+        return deployment
+
+    def system(self, model: str) -> System:
+        """The live system of ``model``."""
+        return self.deployment(model).live
+
+    def promote(self, model: str, version: str, account: str | None) -> dict[str, Any]:
+        """Make the shadow of ``model`` (which must be ``version``) its live system; only an admin key may."""
+        if self.accounts.required and account not in self.config.admin_keys:
+            raise ApiError(
+                403, f"the key '{account}' may not promote (admin_keys: {self.config.admin_keys})",
+                "permission_error", code="not_an_admin_key",
+            )  # fmt: skip
+        deployment = self.deployment(model)
+        replaced = deployment.promote(model, version)
+        self.metrics.serving(model, version, "shadow", serves=False)
+        self.metrics.serving(model, replaced.version, "live", serves=False)
+        self.metrics.serving(model, version, "live")
+        self.log.write({"event": "promotion", "model": model, "from": replaced.version, "to": version, "key": account})
+        return model_object(model, deployment)
+
+    async def give_feedback(self, request: Request, account: str | None) -> dict[str, Any]:
+        """Record an application's feedback on one of its responses."""
+        if self.feedback is None or self.traffic is None:
+            raise ApiError(
+                400, "this server keeps no traffic directory, so it cannot keep feedback: start it with --served DIR",
+                "invalid_request_error", code="feedback_not_kept",
+            )  # fmt: skip
+        body = await parsed_as(request, FeedbackRequest)
+        running = self.running.get(body.response_id)
+        is_running = running is not None and running.account == account
+        record, recorded = await self.feedback.give(body, account, is_running)
+        entry = self.traffic.episode(body.response_id)
+        if entry is not None:
+            self.metrics.feedback_taken(entry.model, entry.version, recorded)
+        self.log.write({"event": "feedback", "episode_id": record.episode_id, "key": account,
+                        "status": "recorded" if recorded else "duplicate"})  # fmt: skip
+        return feedback_body(record, entry, recorded)
 
     def refused(self, scope: Scope, error: ApiError) -> None:
         """Count and log a refusal no response recorded (a body check, a bad route, a missing key…)."""
@@ -134,7 +211,7 @@ class EpisodeServer:
     async def complete(self, request: Request, account: str | None) -> Response:
         """One chat completion: a new episode, or the resumption of one waiting on client calls."""
         started = time.perf_counter()
-        body = await parsed(request)
+        body = await parsed_as(request, EpisodeRequest)
         request.state.model = body.model
         leg = LegRequest(
             f"chatcmpl-{uuid.uuid4().hex}", body, False, self.config.heartbeat_s, self.config.request_timeout_s
@@ -189,6 +266,9 @@ class EpisodeServer:
         session.choose(leg.body)
         self.waiting.unpark(session)
         session.resume(conversation.results)
+        if session.facts is not None:
+            session.facts.response_ids.append(leg.request_id)
+        self.running[leg.request_id] = session
         return session
 
     def _start(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode:
@@ -207,19 +287,30 @@ class EpisodeServer:
             )
         if specs and not policy.calls_tools:
             raise invalid_request(f"the {policy.name} policy of {system.name} cannot call client tools", "tools")
+        if body.podium.verifier is not None and body.response_format is not None:
+            raise invalid_request(
+                "podium.verifier asks for its task kind's answer format, response_format for JSON: give one",
+                "podium.verifier",
+            )
         taken = {*system.pool.registry.names(), *system.pool.labels.values(), *policy.reserved_names}
         session = ServedEpisode(
             leg.request_id, leg.model, account, self.accounts.allowance(account), specs,
             self.config.client_tool_timeout_s, taken=taken, settings=body.episode_settings(),
+            facts=episode_facts(body, conversation, leg.model, system, config, account),
         )  # fmt: skip
         session.choose(body)
-        session.start(self._episode(leg, conversation, system, config, session), self._ended)
+        session.facts.response_ids.append(leg.request_id)  # type: ignore[union-attr]
+        session.start(self._episode(leg, conversation, config, session), self._ended)
+        self.running[leg.request_id] = session
+        shadow = self.deployment(leg.model).shadow
+        if shadow is not None:
+            self.shadows.start(shadow, session.facts, body, conversation, leg.request_id)  # type: ignore[arg-type]
         return session
 
     def _episode(
-        self, leg: LegRequest, conversation: Conversation, system: System, config: RunConfig, session: ServedEpisode
+        self, leg: LegRequest, conversation: Conversation, config: RunConfig, session: ServedEpisode
     ) -> Coroutine[Any, Any, Trajectory]:
-        """The episode's coroutine: the one place serving solves a conversation."""
+        """The episode's coroutine: the one place serving solves a conversation (:func:`solved`)."""
         body = leg.body
         metadata = {**(body.metadata or {}), "request_id": leg.request_id, "served_model": leg.model}
         if body.user is not None:
@@ -234,31 +325,49 @@ class EpisodeServer:
             answer_schema=body.answer_schema(),
         )
         instruction = body.response_format.instruction() if body.response_format else None
-        task = conversation.task_with_work()
-        return system.solve(
-            task if instruction is None else f"{task}\n\n{instruction}",
-            seed=body.podium.seed,
-            preference=body.preference(),
-            settings=config,
-            chat=chat,
-            metadata=metadata,
-        )
+        return solved(
+            session.facts,  # type: ignore[arg-type]
+            self.grader, leg.request_id, config, chat, seed=body.podium.seed, metadata=metadata,
+            instruction=instruction,
+        )  # fmt: skip
 
     def _ended(self, session: ServedEpisode) -> None:
-        """An episode ended (answered, failed, cancelled or expired): settle, count, trace and log it."""
+        """An episode ended (answered, failed, cancelled or expired): settle, count, record, trace and log it."""
         self.waiting.unpark(session)
+        facts = session.facts
+        for response_id in [] if facts is None else facts.response_ids:
+            self.running.pop(response_id, None)
         trajectory = session.trajectory
         spent = 0.0 if trajectory is None else trajectory.usage.usd + trajectory.metadata.get("abandoned_usd", 0.0)
         self.accounts.settle(session.account, spent)
-        if trajectory is None:
+        if trajectory is None or facts is None:
             return
-        self.metrics.episode(session.model, session.account, trajectory, set(session.tools))
-        if self.config.trace is not None:
-            write_trajectories(self.config.trace, [trajectory])
-        record = episode_record(session.request_id, session.model, session.account, trajectory)
+        self._recorded(facts, session.request_id, trajectory, session.account, set(session.tools))
+        record = episode_record(session.request_id, session.model, facts.system.version, session.account, trajectory)
         if session.cancelled_because is not None:
             record["cancelled_because"] = session.cancelled_because
         self.log.write(record)
+
+    def _shadow_ended(self, facts: EpisodeFacts, trajectory: Trajectory) -> None:
+        """A shadow episode ended: count and record it (it answered no one)."""
+        episode_id = facts.response_ids[0] + SHADOW_SUFFIX
+        self._recorded(facts, episode_id, trajectory, None, set())
+        self.log.write(episode_record(episode_id, facts.model, facts.system.version, None, trajectory))
+
+    def _recorded(
+        self, facts: EpisodeFacts, episode_id: str, trajectory: Trajectory, key: str | None, client_tools: set[str]
+    ) -> None:
+        """Count an ended episode, write its record to the traffic directory (synced) and its trajectory to the
+        trace."""
+        version = facts.system.version
+        self.metrics.episode(facts.model, version, key, trajectory, client_tools)
+        if facts.grade is not None:
+            self.metrics.grade(facts.model, version, facts.grade.correct)
+        if self.traffic is not None:
+            role = "shadow" if episode_id.endswith(SHADOW_SUFFIX) else "live"
+            self.traffic.add(facts.record(episode_id, role, trajectory))
+        if self.config.trace is not None:
+            write_trajectories(self.config.trace, [trajectory])
 
     def _close(
         self, leg: LegRequest, session: ServedEpisode | None, account: str | None, started: float, waited: float,
@@ -305,14 +414,17 @@ class EpisodeStream(StreamingResponse):
             server._close(leg, session, account, started, waited)
 
 
-async def parsed(request: Request) -> EpisodeRequest:
-    """The request body as an :class:`EpisodeRequest` (400 naming the first bad field)."""
+Body = TypeVar("Body", bound=BaseModel)
+
+
+async def parsed_as(request: Request, model: type[Body]) -> Body:
+    """The request body as a ``model`` (400 naming the first bad field)."""
     try:
         data = json.loads(await request.body())
     except (ValueError, RecursionError) as error:
         raise invalid_request(f"the body is not JSON: {error}") from error
     try:
-        return EpisodeRequest.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         message, param = describe_errors(error.errors())
         raise invalid_request(message, param) from error
@@ -324,9 +436,19 @@ async def disconnected(request: Request) -> None:
         continue
 
 
-def model_object(name: str) -> dict[str, Any]:
-    """A served orchestrator as OpenAI's ``model`` object."""
-    return {"id": name, "object": "model", "created": 0, "owned_by": "podium"}
+def model_object(name: str, deployment: Deployment) -> dict[str, Any]:
+    """A served orchestrator as OpenAI's ``model`` object, with the version serving it and, in ``podium``, its
+    system and the candidate in its shadow."""
+    shadow = deployment.shadow
+    served = {
+        "system": deployment.live.name,
+        "version": deployment.live.version,
+        "shadow": None if shadow is None else {"system": shadow.name, "version": shadow.version},
+    }
+    return {
+        "id": name, "object": "model", "created": 0, "owned_by": "podium", "version": deployment.live.version,
+        "podium": served,
+    }  # fmt: skip
 
 
 def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
@@ -339,15 +461,26 @@ def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
         pool = system.pool
         tools |= {*pool.registry.names(), *pool.labels.values(), *pool.primitives.names()}
         workers |= {backend.model for backend in pool.backends.values()}
-    return Labels([system.name for system in systems], tools, workers, keys)
+    versions = [system.version for system in systems]
+    return Labels([system.name for system in systems], tools, workers, keys, versions)
 
 
-def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | None = None) -> FastAPI:
-    """The HTTP application serving ``systems`` (their names are the model ids). Its routes are registered here,
-    each behind the API key check; every error it answers is counted and logged once (:meth:`EpisodeServer.refused`
-    for those no response recorded)."""
+class Promotion(BaseModel):
+    """The body of ``POST /v1/models/{model}/promote``."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: str
+    """The version of the shadow to promote (what the gate compared)."""
+
+
+def create_orchestrator_app(
+    systems: Sequence[System], config: ServeConfig | None = None, shadows: Mapping[str, System] | None = None
+) -> FastAPI:
+    """The HTTP application serving ``systems`` (their names are the model ids), with ``shadows`` (served model
+    id → candidate) beside them. Its routes are registered here, each behind the API key check; every error it
+    answers is counted and logged once (:meth:`EpisodeServer.refused` for those no response recorded)."""
     settings = config or ServeConfig()
-    server = EpisodeServer(systems, settings)
+    server = EpisodeServer(systems, settings, shadows)
     app = openai_app("Podium orchestrator server", settings.max_request_bytes, refused=server.refused)
     app.state.server = server
 
@@ -368,5 +501,13 @@ def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | Non
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request, account: str | None = Depends(server.authorize)) -> Response:
         return await server.complete(request, account)
+
+    @app.post("/v1/feedback")
+    async def feedback(request: Request, account: str | None = Depends(server.authorize)) -> dict[str, Any]:
+        return await server.give_feedback(request, account)
+
+    @app.post("/v1/models/{model:path}/promote")
+    async def promote(model: str, request: Request, account: str | None = Depends(server.authorize)) -> dict[str, Any]:
+        return server.promote(model, (await parsed_as(request, Promotion)).version, account)
 
     return app
