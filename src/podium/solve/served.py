@@ -191,9 +191,13 @@ class ServedTraffic:
     feedback: dict[str, FeedbackRecord] = field(default_factory=dict)
     unreadable: int = 0
 
+    def feedback_of(self, episode: ServedEpisodeRecord) -> FeedbackRecord | None:
+        """The feedback on the episode's request (a shadow's is its live episode's)."""
+        return self.feedback.get(episode.id.removesuffix(SHADOW_SUFFIX))
+
     def outcome(self, episode: ServedEpisodeRecord) -> Outcome | None:
-        """The episode's outcome (:func:`outcome`), its live episode's feedback applying to a shadow too."""
-        return outcome(episode, self.feedback.get(episode.id.removesuffix(SHADOW_SUFFIX)))
+        """The episode's outcome (:func:`outcome`)."""
+        return outcome(episode, self.feedback_of(episode))
 
 
 def read_traffic(directory: str | Path) -> ServedTraffic:
