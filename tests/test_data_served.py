@@ -19,7 +19,6 @@ from podium.solve.jsonl import read_jsonl, read_tasks
 from podium.solve.records import DataRow
 from tests.serve_fixtures import ask, client, served, system
 from tests.test_serve_operations import until
-from tests.test_serve_traffic import forty_three
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,7 +102,9 @@ def test_graded_traffic_becomes_sft_rows_grpo_tasks_and_a_held_back_slice(traffi
 def test_versions_keys_roles_time_and_outcome_select_episodes(traffic, tmp_path) -> None:
     directory, versions = traffic
     _, live_only = collected(directory, tmp_path / "live", served={"roles": ["live"], "keys": ["app"]})
-    assert {DataRow.model_validate(row).provenance.system_version for row in live_only["sft.jsonl"]} == {versions["live"]}
+    assert {DataRow.model_validate(row).provenance.system_version for row in live_only["sft.jsonl"]} == {
+        versions["live"]
+    }
     _, wrong = collected(directory, tmp_path / "wrong", served={"outcome": "wrong"})
     assert [row["question"] for row in wrong["tasks.jsonl"]] == ["What is 6*8?"] and wrong["sft.jsonl"] == []
     future = datetime.now(UTC) + timedelta(hours=1)

@@ -10,15 +10,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from podium.cli.common import fail
+from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
+from podium.core.files import write_atomically
 from podium.core.preference import Preference
+from podium.core.printable import printable
 from podium.core.progress import ProgressBar
 from podium.costs.prices import PriceCatalog
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
+from podium.evaluate.gate import COMPARISON_FILE, Comparison, GateConfig, compare_runs
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
@@ -75,6 +81,14 @@ RayOption = Annotated[
 ]
 
 
+GATE = (
+    "against", ("metric", "--gate-metric"), ("cost_usd_scale", "--gate-usd-scale"), ("margin", "--gate-margin"),
+    ("confidence", "--gate-confidence"), ("resamples", "--gate-resamples"),
+)  # fmt: skip
+"""How ``--against`` compares the run with a baseline run (:class:`GateConfig`)."""
+
+
+@config_options(GateConfig, GATE)
 def eval_command(
     system: SystemOption,
     out: Annotated[Path, typer.Option("--out", help="Run directory; rerunning with the same one resumes.")],
@@ -101,38 +115,73 @@ def eval_command(
     tau2_results: Tau2ResultsOption = None,
     preferences: PreferencesOption = None,
     prices: EvalPricesOption = None,
+    *,
+    flags: Flags,
 ) -> None:
-    """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
+    """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes. With --against,
+    compare it with a baseline run on the same items (paired bootstrap intervals) and say whether it wins."""
     try:
+        gate = _gate(flags)
         chosen = _benchmark(benchmark, tasks)
         config = load_system_config(system)
         chosen_preferences = _preferences(preferences)
         grader = _grader(config.grading, sandbox_config, data_dir)
         sheet = PriceCatalog.from_file(prices) if prices is not None else None
         with solving_system(config, ray, concurrency, sheet) as built:
-            summary = asyncio.run(
-                run_eval(
-                    chosen,
-                    built,
-                    out=out,
-                    samples=samples,
-                    limit=limit,
-                    concurrency=concurrency,
-                    max_usd=max_usd,
-                    system_config=_system_dump(config, sheet),
-                    data_dir=data_dir,
-                    source="hub" if hub else "local",
-                    grader=grader,
-                    progress=not quiet,
-                    preferences=chosen_preferences,
-                )
-            )
+            evaluation = run_eval(
+                chosen, built, out=out, samples=samples, limit=limit, concurrency=concurrency, max_usd=max_usd,
+                system_config=_system_dump(config, sheet), data_dir=data_dir, source="hub" if hub else "local",
+                grader=grader, progress=not quiet, preferences=chosen_preferences,
+            )  # fmt: skip
+            summary = asyncio.run(evaluation)
         _export_tau2(out, tau2_results, data_dir, quiet)
     except NotRunnable as error:  # a system that cannot produce an action: named with its file, nothing run
         raise fail(NotRunnable(f"{system} ({error.source})", error.problems)) from error
     except PodiumError as error:
         raise fail(error) from error
     report_summary(summary, chosen.name, built.name, max_usd, grader.grader_name(chosen.verifier))
+    if gate.against is not None:
+        _compare(gate, out)
+
+
+def _gate(flags: Flags) -> GateConfig:
+    """How ``--against`` compares the run (its options without ``--against`` are an error)."""
+    gate = load_config(GateConfig, None, flags)
+    if gate.against is None and flags:
+        raise ConfigError(f"{', '.join(flags.names.values())} compare the run with a baseline: give --against RUN")
+    return gate
+
+
+def _compare(gate: GateConfig, out: Path) -> None:
+    """Compare the run in ``out`` with the baseline of ``gate``; write and show the comparison."""
+    try:
+        comparison = compare_runs(str(gate.against), out, gate)
+    except PodiumError as error:
+        raise fail(error) from error
+    write_atomically(out / COMPARISON_FILE, comparison.model_dump_json(indent=2) + "\n")
+    report_comparison(comparison, out / COMPARISON_FILE)
+
+
+def report_comparison(comparison: Comparison, path: Path) -> None:
+    """The paired comparison as a table, and the gate's decision."""
+    base, cand = comparison.baseline, comparison.candidate
+    table = Table(title=Text(printable(f"{cand.system} against {base.system} on {comparison.items} paired items")))
+    for column in ("metric", "baseline", "candidate", "difference", f"{comparison.gate.confidence:.0%} interval"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name, metric in comparison.metrics.items():
+        digits = 6 if name == "usd" else 4
+        interval = metric.interval
+        shown_values = (metric.baseline, metric.candidate)
+        table.add_row(
+            name, *(f"{value:.{digits}f}" for value in shown_values), f"{interval.difference:+.{digits}f}",
+            f"[{interval.low:+.{digits}f}, {interval.high:+.{digits}f}]",
+        )  # fmt: skip
+    console.print(table)
+    verdict = "[green]passed[/green]" if comparison.passed else "[red]not passed[/red]"
+    versions = f"{base.version or 'unversioned'} → {cand.version or 'unversioned'}"
+    console.print(
+        f"gate {verdict} ({versions}): {shown(comparison.reason)} → {shown(path)}", highlight=False, soft_wrap=True
+    )
 
 
 def _benchmark(name: str | None, tasks: Path | None) -> Benchmark:

@@ -35,7 +35,7 @@ USD, queue wait and wall time. It goes to a file, or to stderr for ``-``.
 import json
 import sys
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,6 +43,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 from podium.core.jsonsafe import json_ready
 from podium.core.trajectory import Trajectory
+from podium.pool.summarizer import FINAL_ANSWER
+from podium.solve.system import System
 
 CLIENT_TOOL_LABEL = "(client)"
 UNKNOWN_LABEL = "unknown"
@@ -228,3 +230,17 @@ def episode_record(
         "abandoned_usd": trajectory.metadata.get("abandoned_usd", 0.0),
         "wall_s": round(trajectory.wall_s, 4),
     }
+
+
+def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
+    """The label values the metrics of a server of ``systems`` may show: the systems' names, every tool their
+    episodes can call (the pools' tools and workers as shown, the summarizer, the primitives) and every worker
+    model."""
+    tools: set[str] = {FINAL_ANSWER.name}
+    workers: set[str] = set()
+    for system in systems:
+        pool = system.pool
+        tools |= {*pool.registry.names(), *pool.labels.values(), *pool.primitives.names()}
+        workers |= {backend.model for backend in pool.backends.values()}
+    versions = [system.version for system in systems]
+    return Labels([system.name for system in systems], tools, workers, keys, versions)

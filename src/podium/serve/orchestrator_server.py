@@ -17,88 +17,35 @@ it spent (and the bounds of the work cut short) is charged to its key, and the t
 reason ``cancelled``.
 """
 
-import json
 import time
 import uuid
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 from starlette.types import Scope
 
-from podium.config import Config
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
 from podium.graders.grader import Grader
-from podium.pool.summarizer import FINAL_ANSWER
 from podium.runtime.config import RunConfig
 from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
 from podium.serve.feedback import FeedbackDesk, FeedbackRequest, feedback_body
-from podium.serve.http import DEFAULT_MAX_BODY_BYTES, ApiError, describe_errors, invalid_request, openai_app
+from podium.serve.http import ApiError, disconnected, invalid_request, openai_app, parsed_as
 from podium.serve.legs import LegRequest, collect, json_text, stream
-from podium.serve.operations import Labels, Metrics, RequestLog, episode_record
+from podium.serve.operations import Metrics, RequestLog, episode_record, known_labels
 from podium.serve.records import EpisodeFacts, episode_facts, solved
 from podium.serve.requests import EpisodeRequest, request_config
 from podium.serve.sessions import ServedEpisode
-from podium.serve.shadow import Deployment, ShadowRuns
+from podium.serve.settings import ServeConfig
+from podium.serve.shadow import Deployment, Promotion, ShadowRuns, deployments, model_object
 from podium.serve.traffic import TrafficLog
 from podium.serve.waiting import WaitingEpisodes
-from podium.solve.config import SystemConfig
 from podium.solve.served import SHADOW_SUFFIX
 from podium.solve.system import Chat, System
-
-DEFAULT_SYSTEM = SystemConfig(max_turns=2, max_tokens=256, summarize_on_stop=True)
-"""What ``podium serve`` runs without ``--system``: the embedded offline orchestrator under limits within which
-it answers a plain question (two turns, then the summarizer writes the answer if none came; the serial grammar's
-fixed parts take 227 of its 256 tokens), as ``examples/systems/embedded-orchestrator.yaml`` does."""
-
-
-class ServeConfig(Config):
-    """How ``podium serve`` admits, accounts for and records requests."""
-
-    max_concurrent: PositiveInt = 4
-    """Responses worked on at once; more requests wait in the queue."""
-    max_queued: NonNegativeInt = 64
-    """Requests that may wait for a slot; a request beyond them is answered 429 with Retry-After."""
-    queue_timeout_s: PositiveFloat = 60.0
-    """Longest wait in the queue; a request that waited this long is answered 503 with Retry-After."""
-    request_timeout_s: PositiveFloat | None = 120.0
-    """Longest the server works on one response (the queue wait not counted): past it the episode is cancelled
-    and the response is 504 ``request_timeout`` naming this limit; null (in a ``--config`` file): no limit.
-    (``podium.max_seconds``, the episode's own deadline, ends it with the answer its observations hold instead.)"""
-    client_tool_timeout_s: PositiveFloat = 300.0
-    """How long an episode waits for the results of the client calls it handed out before it is cancelled."""
-    max_waiting_episodes: PositiveInt = 128
-    """Most episodes waiting for client tool results at once; past it the one waiting longest is cancelled."""
-    max_request_bytes: PositiveInt = DEFAULT_MAX_BODY_BYTES
-    """Largest request body read; a larger one is answered 413."""
-    api_key_env: str | None = None
-    """Environment variable holding one key clients must send as ``Authorization: Bearer <key>`` (named
-    ``default``, no limit); unset, and without ``keys``: no key is needed."""
-    keys: list[ApiKey] = Field(default_factory=list)
-    """API keys, each with a name and an optional USD limit per UTC day."""
-    spend_file: str | None = None
-    """JSONL file where each key's spend is appended and read back at start (limits survive a restart)."""
-    trace: str | None = None
-    """Append every ended trajectory to this JSONL file."""
-    request_log: str | None = None
-    """Append one JSON line per response (refusals included) and per ended episode to this file (``-``: stderr)."""
-    heartbeat_s: PositiveFloat = 2.0
-    """Seconds between heartbeat events of a stream while the episode works without news."""
-    served: str | None = None
-    """Traffic directory: every ended episode (live and shadow: the system's version, the key, the task, its gold,
-    every call with its worker and price, the answer, its grade, the trajectory) and every feedback is appended to
-    it, synced before the response that reports it; ``POST /v1/feedback`` needs it, and ``podium data collect
-    --from-served`` reads it."""
-    max_shadow: PositiveInt = 2
-    """Shadow episodes run at once; a request arriving while they all run gets no shadow (counted)."""
-    admin_keys: list[str] = Field(default_factory=list)
-    """Names of the keys that may promote a shadow (``POST /v1/models/{model}/promote``); where the server needs
-    no key, anyone may."""
 
 
 class EpisodeServer:
@@ -108,15 +55,7 @@ class EpisodeServer:
     def __init__(
         self, systems: Sequence[System], config: ServeConfig, shadows: Mapping[str, System] | None = None
     ) -> None:
-        if not systems:
-            raise ConfigError("no orchestrator to serve")
-        self.deployments = {system.name: Deployment(system) for system in systems}
-        if len(self.deployments) != len(systems):
-            raise ConfigError(f"served orchestrators need distinct names: {[s.name for s in systems]}")
-        for model, shadow in (shadows or {}).items():
-            if model not in self.deployments:
-                raise ConfigError(f"shadow {shadow.name}: no served model '{model}' to run beside")
-            self.deployments[model].shadow = shadow
+        self.deployments = deployments(systems, shadows or {})
         self.config = config
         keys = list(config.keys)
         if config.api_key_env is not None:
@@ -129,9 +68,7 @@ class EpisodeServer:
         every = [*systems, *(shadows or {}).values()]
         self.metrics = Metrics(known_labels(every, [key.name for key in keys]))
         for model, deployment in self.deployments.items():
-            self.metrics.serving(model, deployment.live.version, "live")
-            if deployment.shadow is not None:
-                self.metrics.serving(model, deployment.shadow.version, "shadow")
+            deployment.show(self.metrics, model)
         self.log = RequestLog(config.request_log)
         self.waiting = WaitingEpisodes(config.client_tool_timeout_s, config.max_waiting_episodes, self.metrics)
         self.grader = Grader()
@@ -174,10 +111,7 @@ class EpisodeServer:
                 "permission_error", code="not_an_admin_key",
             )  # fmt: skip
         deployment = self.deployment(model)
-        replaced = deployment.promote(model, version)
-        self.metrics.serving(model, version, "shadow", serves=False)
-        self.metrics.serving(model, replaced.version, "live", serves=False)
-        self.metrics.serving(model, version, "live")
+        replaced = deployment.promote(model, version, self.metrics)
         self.log.write({"event": "promotion", "model": model, "from": replaced.version, "to": version, "key": account})
         return model_object(model, deployment)
 
@@ -412,65 +346,6 @@ class EpisodeStream(StreamingResponse):
             await super().__call__(*arguments)
         finally:
             server._close(leg, session, account, started, waited)
-
-
-Body = TypeVar("Body", bound=BaseModel)
-
-
-async def parsed_as(request: Request, model: type[Body]) -> Body:
-    """The request body as a ``model`` (400 naming the first bad field)."""
-    try:
-        data = json.loads(await request.body())
-    except (ValueError, RecursionError) as error:
-        raise invalid_request(f"the body is not JSON: {error}") from error
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        message, param = describe_errors(error.errors())
-        raise invalid_request(message, param) from error
-
-
-async def disconnected(request: Request) -> None:
-    """Returns once the client has gone away (the body was read already)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        continue
-
-
-def model_object(name: str, deployment: Deployment) -> dict[str, Any]:
-    """A served orchestrator as OpenAI's ``model`` object, with the version serving it and, in ``podium``, its
-    system and the candidate in its shadow."""
-    shadow = deployment.shadow
-    served = {
-        "system": deployment.live.name,
-        "version": deployment.live.version,
-        "shadow": None if shadow is None else {"system": shadow.name, "version": shadow.version},
-    }
-    return {
-        "id": name, "object": "model", "created": 0, "owned_by": "podium", "version": deployment.live.version,
-        "podium": served,
-    }  # fmt: skip
-
-
-def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
-    """The label values the metrics of a server of ``systems`` may show: the systems' names, every tool their
-    episodes can call (the pools' tools and workers as shown, the summarizer, the primitives) and every worker
-    model."""
-    tools: set[str] = {FINAL_ANSWER.name}
-    workers: set[str] = set()
-    for system in systems:
-        pool = system.pool
-        tools |= {*pool.registry.names(), *pool.labels.values(), *pool.primitives.names()}
-        workers |= {backend.model for backend in pool.backends.values()}
-    versions = [system.version for system in systems]
-    return Labels([system.name for system in systems], tools, workers, keys, versions)
-
-
-class Promotion(BaseModel):
-    """The body of ``POST /v1/models/{model}/promote``."""
-
-    model_config = ConfigDict(extra="forbid")
-    version: str
-    """The version of the shadow to promote (what the gate compared)."""
 
 
 def create_orchestrator_app(

@@ -15,8 +15,11 @@ they started on, and their records say which.
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from podium.core.trajectory import Trajectory
 from podium.errors import ConfigError
@@ -40,8 +43,15 @@ class Deployment:
     live: System
     shadow: System | None = None
 
-    def promote(self, model: str, version: str) -> System:
-        """Make the shadow, which must be ``version``, the live system; the one it replaces."""
+    def show(self, metrics: Metrics, model: str) -> None:
+        """Show the versions serving ``model`` in ``metrics``."""
+        metrics.serving(model, self.live.version, "live")
+        if self.shadow is not None:
+            metrics.serving(model, self.shadow.version, "shadow")
+
+    def promote(self, model: str, version: str, metrics: Metrics) -> System:
+        """Make the shadow, which must be ``version``, the live system (and ``metrics`` say so); the one it
+        replaces."""
         if self.shadow is None:
             raise ApiError(
                 409, f"model '{model}' has no shadow to promote (start the server with --shadow)",
@@ -53,7 +63,24 @@ class Deployment:
                 "invalid_request_error", param="version", code="version_mismatch",
             )  # fmt: skip
         replaced, self.live, self.shadow = self.live, self.shadow, None
+        metrics.serving(model, version, "shadow", serves=False)
+        metrics.serving(model, replaced.version, "live", serves=False)
+        self.show(metrics, model)
         return replaced
+
+
+def deployments(systems: Sequence[System], shadows: Mapping[str, System]) -> dict[str, Deployment]:
+    """Served model id (each system's name) → its deployment, with the candidates of ``shadows`` beside them."""
+    if not systems:
+        raise ConfigError("no orchestrator to serve")
+    deployed = {system.name: Deployment(system) for system in systems}
+    if len(deployed) != len(systems):
+        raise ConfigError(f"served orchestrators need distinct names: {[s.name for s in systems]}")
+    for model, shadow in shadows.items():
+        if model not in deployed:
+            raise ConfigError(f"shadow {shadow.name}: no served model '{model}' to run beside")
+        deployed[model].shadow = shadow
+    return deployed
 
 
 class ShadowRuns:
@@ -107,3 +134,26 @@ class ShadowRuns:
             self.metrics.shadow.labels(model, "failed").inc()
             return
         self.record(facts, task.result())
+
+
+def model_object(name: str, deployment: Deployment) -> dict[str, Any]:
+    """A served orchestrator as OpenAI's ``model`` object, with the version serving it and, in ``podium``, its
+    system and the candidate in its shadow."""
+    shadow = deployment.shadow
+    served = {
+        "system": deployment.live.name,
+        "version": deployment.live.version,
+        "shadow": None if shadow is None else {"system": shadow.name, "version": shadow.version},
+    }
+    return {
+        "id": name, "object": "model", "created": 0, "owned_by": "podium", "version": deployment.live.version,
+        "podium": served,
+    }  # fmt: skip
+
+
+class Promotion(BaseModel):
+    """The body of ``POST /v1/models/{model}/promote``."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: str
+    """The version of the shadow to promote (what the gate compared)."""
