@@ -18,8 +18,10 @@ import pytest
 import yaml
 
 from podium.serve.accounts import ApiKey
+from podium.solve.router import RouterSystemConfig
 from podium.solve.served import read_traffic
 from tests.serve_fixtures import PRICE, ask, client, served, system
+from tests.test_recording import small_recording
 from tests.test_serve_operations import metric, until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +97,23 @@ def test_an_episode_is_graded_against_the_requests_gold_and_recorded_with_its_pr
     assert record.trajectory.metadata["system_version"] == record.version
     assert [traffic.outcome(episode) for episode in traffic.episodes][2] is None  # no gold, no feedback: ungraded
     assert traffic.outcome(traffic.episodes[1]).model_dump() == {"correct": False, "score": 0.0, "source": "gold"}
+
+
+def test_a_system_of_the_escalate_policy_is_served_and_graded_like_any_other(tmp_path) -> None:
+    """A router (or the claim's orchestrator) plays the escalate policy, which calls no tools by name: served, it
+    answers (before, every request was refused: the server handed it the client's tool_choice)."""
+    recording = small_recording(tmp_path / "rec")
+    router = RouterSystemConfig(router="cascade", recording=str(recording), threshold=0.5).build()
+    question = "Question number 2? Options are: A. yes B. no"  # w is recorded right on it
+    with served(router, served=str(tmp_path / "traffic")) as url:
+        reply = client(url).chat.completions.create(
+            model=router.name,
+            messages=ask(question),
+            extra_body={"podium": {"verifier": "multiple_choice", "gold": "A"}},
+        )
+    assert reply.choices[0].message.content == "A" and reply.model_extra["podium"]["grade"]["correct"] is True
+    [record] = read_traffic(tmp_path / "traffic").episodes
+    assert [call.worker for call in record.calls] == ["model-w"] and record.calls[0].price.input_per_mtok == 1.0
 
 
 @pytest.fixture

@@ -60,9 +60,6 @@ class EpisodeServer:
         keys = list(config.keys)
         if config.api_key_env is not None:
             keys.append(ApiKey(name="default", key_env=config.api_key_env))
-        unknown = sorted(set(config.admin_keys) - {key.name for key in keys})
-        if unknown:
-            raise ConfigError(f"admin_keys: {unknown} name no key of keys or api_key_env")
         self.accounts = Accounts(keys, config.spend_file)
         self.admission = Admission(config.max_concurrent, config.max_queued, config.queue_timeout_s)
         every = [*systems, *(shadows or {}).values()]
@@ -234,7 +231,7 @@ class EpisodeServer:
         )  # fmt: skip
         session.choose(body)
         session.facts.response_ids.append(leg.request_id)  # type: ignore[union-attr]
-        session.start(self._episode(leg, conversation, config, session), self._ended)
+        session.start(self._episode(leg, conversation, config, session, policy.calls_tools), self._ended)
         self.running[leg.request_id] = session
         shadow = self.deployment(leg.model).shadow
         if shadow is not None:
@@ -242,9 +239,10 @@ class EpisodeServer:
         return session
 
     def _episode(
-        self, leg: LegRequest, conversation: Conversation, config: RunConfig, session: ServedEpisode
+        self, leg: LegRequest, conversation: Conversation, config: RunConfig, session: ServedEpisode, calls_tools: bool
     ) -> Coroutine[Any, Any, Trajectory]:
-        """The episode's coroutine: the one place serving solves a conversation (:func:`solved`)."""
+        """The episode's coroutine: the one place serving solves a conversation (:func:`solved`). A policy that
+        calls no tools by name (escalate) gets no ``tool_choice`` (a request that asks for a call was refused)."""
         body = leg.body
         metadata = {**(body.metadata or {}), "request_id": leg.request_id, "served_model": leg.model}
         if body.user is not None:
@@ -255,7 +253,7 @@ class EpisodeServer:
             instructions=conversation.instructions,
             on_event=session.on_event,
             allowance=session.allowance,
-            tool_choice=session.next_choice,
+            tool_choice=session.next_choice if calls_tools else None,
             answer_schema=body.answer_schema(),
         )
         instruction = body.response_format.instruction() if body.response_format else None

@@ -1,7 +1,9 @@
 """How ``podium serve`` runs: its queue, keys, records and shadows (:class:`ServeConfig`), and the system it
 serves when given none."""
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+from typing import Self
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
 from podium.config import Config
 from podium.serve.accounts import ApiKey
@@ -56,3 +58,11 @@ class ServeConfig(Config):
     admin_keys: list[str] = Field(default_factory=list)
     """Names of the keys that may promote a shadow (``POST /v1/models/{model}/promote``); where the server needs
     no key, anyone may."""
+
+    @model_validator(mode="after")
+    def _admins_are_keys(self) -> Self:
+        named = {key.name for key in self.keys} | ({"default"} if self.api_key_env else set())
+        unknown = sorted(set(self.admin_keys) - named)
+        if unknown:
+            raise ValueError(f"admin_keys: {unknown} name no key of keys or api_key_env")
+        return self

@@ -85,7 +85,6 @@ class RunManifest(Record):
     """User preferences given to the items (item i gets preference i mod n); empty when none."""
 
 
-
 class Provenance(Record):
     """Where a data row comes from: enough to reproduce it, or to know it cannot be compared with another."""
 
