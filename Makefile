@@ -270,13 +270,13 @@ claim-mmlu-eval: $(VENV)/.installed
 # continues the SFT adapter on those tasks; `podium eval --against` gates the candidate on the held-back traffic; the
 # candidate runs in shadow beside the live system on FLYWHEEL_SHADOW validation questions and `podium promote` swaps
 # it in if it passed; `podium routing compare` prints the test split's APGR and USD per question before and after.
-# Each step's output stays in FLYWHEEL_RUNS, so a rerun resumes at the first step not done. FLYWHEEL_TRAIN,
-# FLYWHEEL_VALID and FLYWHEEL_LIMIT bound the train, validation and test questions (default: all), FLYWHEEL_STEPS the
+# Each step's output stays in FLYWHEEL_RUNS, so a rerun resumes at the first step not done. FLYWHEEL_TRAIN (400 of the
+# 910), FLYWHEEL_VALID and FLYWHEEL_LIMIT (all) bound the train, validation and test questions, FLYWHEEL_STEPS the
 # GRPO steps, FLYWHEEL_ROUTERS_TRAIN the train questions the comparison's router is fitted on (default: all).
 .PHONY: flywheel
 FLYWHEEL := experiments/flywheel
 FLYWHEEL_RUNS ?= runs/flywheel
-FLYWHEEL_TRAIN ?=
+FLYWHEEL_TRAIN ?= 400
 FLYWHEEL_VALID ?=
 FLYWHEEL_LIMIT ?=
 FLYWHEEL_SHADOW ?= 10

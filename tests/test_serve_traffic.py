@@ -4,6 +4,7 @@ responses (once each, surviving kill -9 of the server), a candidate run in shado
 promotion without dropping the requests in flight."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,8 @@ import pytest
 import yaml
 
 from podium.serve.accounts import ApiKey
-from podium.solve.router import RouterSystemConfig
+from podium.serve.traffic import TrafficLog
+from podium.solve.router import RouterSystemConfig, load_system
 from podium.solve.served import read_traffic
 from tests.serve_fixtures import PRICE, ask, client, served, system
 from tests.test_recording import small_recording
@@ -52,6 +54,38 @@ def test_each_served_system_shows_its_version_in_models_metrics_and_responses() 
         assert metric(url, "podium_system_info", model="tiny-orchestrator", version=live.version, role="live") == 1
         assert metric(url, "podium_episodes_total", version=live.version, stop_reason="answer") == 1
         assert metric(url, "podium_calls_total", version=live.version, worker="helper-model") == 1
+
+
+def test_a_version_is_the_content_of_the_system_not_the_place_of_its_files(tmp_path) -> None:
+    adapter = ROOT / "experiments" / "claim" / "adapter" / "sft"
+    system_file = yaml.safe_load((ROOT / "experiments" / "claim" / "system-sft.yaml").read_text())
+    pool = str(ROOT / "experiments" / "claim" / "pool.yaml")
+
+    def version(adapter_dir: Path, **changes: object) -> str:
+        own = {"name": "candidate", "backend": "local", "model": "m", "adapter": str(adapter_dir),
+               "price": {"input_per_mtok": 0, "output_per_mtok": 0}}  # fmt: skip
+        (tmp_path / "system.yaml").write_text(
+            yaml.safe_dump(system_file | {"pool": pool, "orchestrator": own} | changes)
+        )
+        return load_system(tmp_path / "system.yaml").version
+
+    copied = tmp_path / "elsewhere"
+    shutil.copytree(adapter, copied)
+    assert version(copied) == version(adapter)  # the same weights at another path
+    weights = copied / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    weights.write_bytes(bytes(data))
+    assert version(copied) != version(adapter)
+    assert version(adapter, max_tokens=17) != version(adapter)  # a setting
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(yaml.safe_dump({"models": {"gpt-4-1106-preview": {"input_per_mtok": 1, "output_per_mtok": 2}}}))
+    repriced = yaml.safe_load(Path(pool).read_text()) | {"prices": str(prices)}
+    repriced["workers"] = [
+        {**w, "path": str(ROOT / w["path"])} if w["backend"] == "replay" else w for w in repriced["workers"]
+    ]
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(repriced))
+    assert version(adapter, pool=str(tmp_path / "pool.yaml")) != version(adapter)  # a price sheet
 
 
 def test_an_episode_is_graded_against_the_requests_gold_and_recorded_with_its_provenance(tmp_path) -> None:
@@ -114,6 +148,18 @@ def test_a_system_of_the_escalate_policy_is_served_and_graded_like_any_other(tmp
     assert reply.choices[0].message.content == "A" and reply.model_extra["podium"]["grade"]["correct"] is True
     [record] = read_traffic(tmp_path / "traffic").episodes
     assert [call.worker for call in record.calls] == ["model-w"] and record.calls[0].price.input_per_mtok == 1.0
+
+
+def test_a_torn_or_repeated_episode_line_is_set_aside_when_the_server_starts(tmp_path) -> None:
+    with served(system(), served=str(tmp_path)) as url:
+        ids = [client(url).chat.completions.create(model="tiny-orchestrator", messages=ask()).id for _ in range(2)]
+    log = tmp_path / "episodes.jsonl"
+    first, second = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(first + second + first + second[: len(second) // 2])  # a repeat, then a line torn by a kill
+    traffic = TrafficLog(tmp_path)
+    assert traffic.dropped == 2 and log.read_bytes() == first + second
+    assert (tmp_path / "episodes.rejected.jsonl").read_bytes() == first + second[: len(second) // 2] + b"\n"
+    assert [traffic.episode(response_id).id for response_id in ids] == ids  # type: ignore[union-attr]
 
 
 @pytest.fixture

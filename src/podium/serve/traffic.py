@@ -8,14 +8,15 @@ at most the last line: when the server starts again, lines that cannot be read, 
 keeps in memory only what feedback needs of each episode (:class:`EpisodeEntry`), not the trajectories.
 """
 
+from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from podium.core.answers import VerifierKind
 from podium.core.files import write_atomically
 from podium.core.trajectory import Trajectory, to_json_line
-from podium.solve.jsonl import JsonlLog, append_synced, rejected_path, set_aside
+from podium.solve.jsonl import JsonlLog, append_synced, rejected_path, scan_jsonl, set_aside
 from podium.solve.served import (
     EPISODES_FILE,
     FEEDBACK_FILE,
@@ -59,29 +60,15 @@ class TrafficLog:
 
     def _open(self) -> int:
         """Index the episodes log, setting aside the lines that cannot be read or repeat an episode."""
-        if not self.episodes_path.exists():
-            return 0
-        raw = self.episodes_path.read_bytes()
-        kept: list[bytes] = []
-        unusable: list[bytes] = []
-        seen: set[str] = set()
-        for line in raw.split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                entry = EpisodeEntry.model_validate_json(line)
-            except ValidationError:
-                unusable.append(line)
-                continue
-            if entry.id in seen:
-                unusable.append(line)
-                continue
-            seen.add(entry.id)
-            kept.append(line)
-            self._index(entry)
-        if unusable or not raw.endswith(b"\n"):
+        entries, unusable = scan_jsonl(self.episodes_path, EpisodeEntry, lambda entry: entry.id)
+        for entry in entries.values():
+            self._index(entry)  # type: ignore[arg-type]
+        raw = self.episodes_path.read_bytes() if self.episodes_path.exists() else b""
+        if unusable or (raw and not raw.endswith(b"\n")):
+            left = Counter(unusable)  # the last copies leave: a repeat may equal its first byte for byte
+            kept = [line for line in reversed(raw.split(b"\n")) if line.strip() and not _taken(left, line)][::-1]
             set_aside(rejected_path(self.episodes_path), unusable)
-            write_atomically(self.episodes_path, "".join(line.decode("utf-8") + "\n" for line in kept))
+            write_atomically(self.episodes_path, b"".join(line + b"\n" for line in kept).decode("utf-8"))
         return len(unusable)
 
     def _index(self, entry: EpisodeEntry) -> None:
@@ -111,3 +98,11 @@ class TrafficLog:
     def answers(self, entry: EpisodeEntry) -> list[EpisodeEntry]:
         """The live episode and the shadows run beside it: every answer a reference can grade."""
         return [entry, *self.shadows.get(entry.id, [])]
+
+
+def _taken(left: Counter[bytes], line: bytes) -> bool:
+    """Whether ``line`` is one of the lines ``left`` still holds (and take it)."""
+    if not left[line]:
+        return False
+    left[line] -= 1
+    return True
