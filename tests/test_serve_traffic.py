@@ -343,15 +343,15 @@ def test_killing_the_server_during_feedback_loses_no_acknowledged_feedback_and_c
                 if answer.status_code == 200:
                     with lock:
                         acknowledged[response_id] = label
+                        if len(acknowledged) == 8:  # killed here, while the other senders are still sending
+                            server.send_signal(signal.SIGKILL)
 
         senders = [threading.Thread(target=give, args=(ids[i::4],)) for i in range(4)]
         for sender in senders:
             sender.start()
-        until(lambda: len(acknowledged) >= 8, seconds=30)
-        server.send_signal(signal.SIGKILL)  # while the senders are still sending
-        server.wait(timeout=10)
         for sender in senders:
-            sender.join(timeout=30)
+            sender.join(timeout=60)
+        server.wait(timeout=10)
         assert 8 <= len(acknowledged) < len(ids)
     finally:
         if server.poll() is None:
