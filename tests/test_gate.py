@@ -3,13 +3,13 @@
 comparison does not allow."""
 
 import json
-import subprocess
-import sys
+from contextlib import chdir
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from click.testing import Result
 from typer.testing import CliRunner
 
 from podium.cli import app
@@ -28,7 +28,7 @@ def test_the_paired_bootstrap_matches_scipys_percentile_interval_of_the_paired_d
     b = np.where(rng.random(200) < 0.15, 1 - a, a)  # the candidate differs on about 15 % of the items
     ours = paired_bootstrap(a, b, 20_000, seed=3)
     theirs = stats.bootstrap(
-        (a, b), lambda x, y: np.mean(y) - np.mean(x), paired=True, vectorized=False, n_resamples=20_000,
+        (a, b), lambda x, y, axis: np.mean(y, axis) - np.mean(x, axis), paired=True, n_resamples=20_000,
         method="percentile", random_state=4,
     ).confidence_interval  # fmt: skip
     assert ours.difference == pytest.approx(b.mean() - a.mean())
@@ -70,10 +70,10 @@ def answering(answer: str, name: str) -> dict:
             "pool": {"workers": [worker], "tools": []}}  # fmt: skip
 
 
-def podium(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    environment = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
-    command = [sys.executable, "-m", "podium", *arguments]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120, env=environment)
+def podium(*arguments: str, cwd: Path) -> Result:
+    """``podium ARGUMENTS`` run in this process (in ``cwd``), its stdout and stderr apart."""
+    with chdir(cwd):
+        return CliRunner().invoke(app, list(arguments), env={"COLUMNS": "200"})
 
 
 def test_eval_against_a_baseline_run_compares_paired_items_and_says_whether_the_candidate_wins(tmp_path) -> None:
@@ -81,12 +81,12 @@ def test_eval_against_a_baseline_run_compares_paired_items_and_says_whether_the_
     (tmp_path / "weak.yaml").write_text(yaml.safe_dump(answering("43", "weak")))  # right on 2 of 12
     (tmp_path / "strong.yaml").write_text(yaml.safe_dump(answering("42", "strong")))  # right on 10 of 12
     done = podium("eval", "--tasks", "tasks.jsonl", "--system", "weak.yaml", "--out", "weak", "--quiet", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.output
     better = podium(
         "eval", "--tasks", "tasks.jsonl", "--system", "strong.yaml", "--out", "strong", "--quiet", "--against", "weak",
         cwd=tmp_path,
     )  # fmt: skip
-    assert better.returncode == 0, better.stderr
+    assert better.exit_code == 0, better.output
     assert "gate passed" in better.stdout and "accuracy +0.6667" in better.stdout
     comparison = Comparison.model_validate_json((tmp_path / "strong" / "comparison.json").read_text())
     assert (comparison.items, comparison.unpaired, comparison.passed) == (12, 0, True)
@@ -98,10 +98,10 @@ def test_eval_against_a_baseline_run_compares_paired_items_and_says_whether_the_
     assert not worse.passed and "not higher" in worse.reason
     refused = podium("eval", "--tasks", "tasks.jsonl", "--system", "strong.yaml", "--out", "x", "--gate-metric",
                      "reward", "--against", "weak", cwd=tmp_path)  # fmt: skip
-    assert refused.returncode == 2 and "metric reward needs cost_usd_scale" in refused.stderr
+    assert refused.exit_code == 2 and "metric reward needs cost_usd_scale" in refused.stderr
     alone = podium("eval", "--tasks", "tasks.jsonl", "--system", "strong.yaml", "--out", "y", "--gate-margin", "0.1",
                    cwd=tmp_path)  # fmt: skip
-    assert alone.returncode == 2 and "give --against RUN" in alone.stderr
+    assert alone.exit_code == 2 and "give --against RUN" in alone.stderr
 
 
 def test_a_candidate_wins_only_above_zero_and_within_the_margin() -> None:
