@@ -271,16 +271,16 @@ claim-mmlu-eval: $(VENV)/.installed
 # candidate runs in shadow beside the live system on FLYWHEEL_SHADOW validation questions and `podium promote` swaps
 # it in if it passed; `podium routing compare` prints the test split's APGR and USD per question before and after.
 # Each step's output stays in FLYWHEEL_RUNS, so a rerun resumes at the first step not done. FLYWHEEL_TRAIN (400 of the
-# 910), FLYWHEEL_VALID and FLYWHEEL_LIMIT (all) bound the train, validation and test questions, FLYWHEEL_STEPS the
-# GRPO steps, FLYWHEEL_ROUTERS_TRAIN the train questions the comparison's router is fitted on (default: all).
+# 910), FLYWHEEL_VALID (all 139) and FLYWHEEL_LIMIT (the first 100 of the 270) bound the train, validation and test
+# questions, FLYWHEEL_STEPS (4) the GRPO steps, FLYWHEEL_ROUTERS_TRAIN the train questions the comparison's router is fitted on (default: all).
 .PHONY: flywheel
 FLYWHEEL := experiments/flywheel
 FLYWHEEL_RUNS ?= runs/flywheel
 FLYWHEEL_TRAIN ?= 400
 FLYWHEEL_VALID ?=
-FLYWHEEL_LIMIT ?=
+FLYWHEEL_LIMIT ?= 100
 FLYWHEEL_SHADOW ?= 10
-FLYWHEEL_STEPS ?= 40
+FLYWHEEL_STEPS ?= 4
 FLYWHEEL_GRPO ?= $(FLYWHEEL)/grpo.yaml
 FLYWHEEL_ROUTERS_TRAIN ?=
 FLYWHEEL_PORT ?= 8052

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.timeout(900)
 def test_the_flywheel_serves_collects_trains_gates_shadows_and_compares(tmp_path) -> None:
     grpo = yaml.safe_load((ROOT / "experiments" / "flywheel" / "grpo.yaml").read_text())
-    # one question's four paths make the one step (the documented round: 16 rollouts a step, 40 steps)
+    # one question's four paths make the one step (the documented round: 16 rollouts a step, 4 steps)
     grpo |= {"batch_size": 4, "gradient_accumulation_steps": 1, "resample_groups": 0}
     (tmp_path / "grpo.yaml").write_text(yaml.safe_dump(grpo))
     runs = tmp_path / "runs"
