@@ -338,11 +338,12 @@ $(FW)/promoted.done: $(FW)/gate/comparison.json
 	  $(FLYWHEEL_SEND) --tasks $(FW)/validation.jsonl --key-env FLYWHEEL_VALIDATION_KEY --limit 1)
 	touch $@
 
-# 6. The test split before and after the round (the two systems side by side); the last line is one JSON object.
+# 6. The test split before and after the round: the paired intervals of accuracy, USD and reward (after against
+# before, in test-after/comparison.json), then the two systems beside the routers; the last line is one JSON object.
 $(FW)/compare/results.json: $(FW)/promoted.done
-	$(FLYWHEEL_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(FW)/test-before & before=$$!; \
-	  $(FLYWHEEL_EVAL) --system $(FLYWHEEL_CANDIDATE) --out $(FW)/test-after; after=$$?; \
-	  wait $$before && test $$after -eq 0
+	$(FLYWHEEL_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(FW)/test-before
+	$(FLYWHEEL_EVAL) --system $(FLYWHEEL_CANDIDATE) --out $(FW)/test-after --against $(FW)/test-before \
+	  --gate-metric reward --gate-usd-scale 0.015
 	$(BIN)/podium routing compare --recording $(FW)/recording --split test --routers cascade_checks \
 	  $(if $(FLYWHEEL_LIMIT),--limit $(FLYWHEEL_LIMIT)) $(if $(FLYWHEEL_ROUTERS_TRAIN),--train-limit $(FLYWHEEL_ROUTERS_TRAIN)) \
 	  --orchestrator before=$(FW)/test-before --orchestrator after=$(FW)/test-after --out $(FW)/compare

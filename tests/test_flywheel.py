@@ -65,6 +65,8 @@ def test_the_flywheel_serves_collects_trains_gates_shadows_and_compares(tmp_path
         assert "the candidate stays in shadow" in done.stdout and last.version == serving
         assert "did not pass its gate" in done.stderr
 
-    compared = json.loads((runs / "compare" / "results.json").read_text())  # 6. the test split before and after
+    paired = Comparison.model_validate_json((runs / "test-after" / "comparison.json").read_text())  # 6. the test split
+    assert (paired.items, paired.baseline.version, paired.candidate.version) == (2, serving, candidate.version)
+    compared = json.loads((runs / "compare" / "results.json").read_text())  # before and after, beside the routers
     assert compared["n_test"] == 2 and {"before", "after"} <= set(compared["usd_per_question"])
     assert json.loads(done.stdout.strip().splitlines()[-1]) == compared
