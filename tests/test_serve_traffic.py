@@ -86,6 +86,11 @@ def test_a_version_is_the_content_of_the_system_not_the_place_of_its_files(tmp_p
     ]
     (tmp_path / "pool.yaml").write_text(yaml.safe_dump(repriced))
     assert version(adapter, pool=str(tmp_path / "pool.yaml")) != version(adapter)  # a price sheet
+    elsewhere = {**repriced, "prices": None, "sandbox": {"python": "/elsewhere/bin/python3"}}
+    (tmp_path / "elsewhere.yaml").write_text(yaml.safe_dump(elsewhere))
+    (tmp_path / "here.yaml").write_text(yaml.safe_dump({**repriced, "prices": None}))
+    # the interpreter a machine runs the sandbox with is not the system's (serve and eval run under other paths)
+    assert version(adapter, pool=str(tmp_path / "elsewhere.yaml")) == version(adapter, pool=str(tmp_path / "here.yaml"))
 
 
 def test_an_episode_is_graded_against_the_requests_gold_and_recorded_with_its_provenance(tmp_path) -> None:

@@ -59,7 +59,9 @@ def system_version(
     """The version of a system: ``run`` settings, its ``pool`` (adapters by their weights; the pool's own price
     file by the sheet it resolves to, ``prices``), the ``orchestrator`` worker of its own, and ``extra`` parts (a
     fitted router's data, the simulated user, instructions)."""
-    pool_data = pool.model_dump(mode="json", exclude={"workers", "prices"})
+    # the sandbox's interpreter is this machine's (it defaults to the running one: `podium serve` and the tests
+    # that load the same file run under different paths to it), not the system's
+    pool_data = pool.model_dump(mode="json", exclude={"workers": True, "prices": True, "sandbox": {"python"}})
     pool_data["workers"] = [_worker(worker) for worker in pool.workers]
     parts = {
         "run": run.model_dump(mode="json"),
