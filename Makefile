@@ -269,5 +269,90 @@ claim-mmlu-eval: $(VENV)/.installed
 	  $(if $(CLAIM_LIMIT),--limit $(CLAIM_LIMIT)) $(if $(CLAIM_OUT),--out $(CLAIM_OUT)) \
 	  --orchestrator orchestrator_mmlu=$(CLAIM_MMLU_RUNS)/eval$(CLAIM_TAG)
 
+# The flywheel (experiments/flywheel/README.md, docs/guides/flywheel.md): one round of serve → grade → data → train →
+# gate → shadow → promote on the claim's recording. The claim's SFT system serves GSM8K train questions (key app) and
+# validation questions (key validation), sent through the OpenAI client with their golds and graded on serve; `podium
+# data collect --from-served` makes GRPO tasks of the train traffic and holds the validation traffic back; GRPO
+# continues the SFT adapter on those tasks; `podium eval --against` gates the candidate on the held-back traffic; the
+# candidate runs in shadow beside the live system on FLYWHEEL_SHADOW validation questions and `podium promote` swaps
+# it in if it passed; `podium routing compare` prints the test split's APGR and USD per question before and after.
+# Each step's output stays in FLYWHEEL_RUNS, so a rerun resumes at the first step not done. FLYWHEEL_TRAIN (400 of the
+# 910), FLYWHEEL_VALID (all 139) and FLYWHEEL_LIMIT (the first 100 of the 270) bound the train, validation and test
+# questions, FLYWHEEL_STEPS (4) the GRPO steps, FLYWHEEL_ROUTERS_TRAIN the train questions the comparison's router is fitted on (default: all).
+.PHONY: flywheel
+FLYWHEEL := experiments/flywheel
+FLYWHEEL_RUNS ?= runs/flywheel
+FLYWHEEL_TRAIN ?= 400
+FLYWHEEL_VALID ?=
+FLYWHEEL_LIMIT ?= 100
+FLYWHEEL_SHADOW ?= 10
+FLYWHEEL_STEPS ?= 4
+FLYWHEEL_GRPO ?= $(FLYWHEEL)/grpo.yaml
+FLYWHEEL_ROUTERS_TRAIN ?=
+FLYWHEEL_PORT ?= 8052
+FW := $(FLYWHEEL_RUNS)
+FLYWHEEL_URL = http://127.0.0.1:$(FLYWHEEL_PORT)/v1
+FLYWHEEL_SERVE = $(BIN)/podium serve --system $(CLAIM)/system-sft.yaml --config $(FLYWHEEL)/serve.yaml \
+	--port $(FLYWHEEL_PORT)
+FLYWHEEL_SEND = $(BIN)/python $(FLYWHEEL)/traffic.py --url $(FLYWHEEL_URL) --model orchestrator_sft
+FLYWHEEL_CANDIDATE = $(FW)/system-candidate.yaml
+FLYWHEEL_EVAL = $(BIN)/podium eval --tasks $(FW)/test.jsonl --concurrency 2 $(if $(FLYWHEEL_LIMIT),--limit $(FLYWHEEL_LIMIT))
+# $(call FLYWHEEL_SERVING,SERVER,CLIENT): CLIENT runs while SERVER serves (in the background, stopped after).
+FLYWHEEL_SERVING = $(1) & server=$$!; { $(2); }; sent=$$?; kill -INT $$server; wait $$server; test $$sent -eq 0
+export FLYWHEEL_APP_KEY ?= flywheel-app
+export FLYWHEEL_VALIDATION_KEY ?= flywheel-validation
+export FLYWHEEL_OPERATOR_KEY ?= flywheel-operator
+
+flywheel: $(VENV)/.installed
+	@$(MAKE) --no-print-directory $(FW)/compare/results.json
+
+$(FW)/tasks.done:
+	$(BIN)/podium routing import routellm-gsm8k --out $(FW)/recording
+	for split in train validation test; do $(BIN)/podium routing tasks --recording $(FW)/recording --split $$split \
+	  --out $(FW)/$$split.jsonl || exit 1; done
+	touch $@
+
+# 1. Traffic: the SFT system answers the train and validation questions, each graded against its gold as it ends.
+$(FW)/served/traffic.done: $(FW)/tasks.done
+	$(call FLYWHEEL_SERVING,$(FLYWHEEL_SERVE) --served $(FW)/served,\
+	  $(FLYWHEEL_SEND) --tasks $(FW)/train.jsonl --key-env FLYWHEEL_APP_KEY $(if $(FLYWHEEL_TRAIN),--limit $(FLYWHEEL_TRAIN)) && \
+	  $(FLYWHEEL_SEND) --tasks $(FW)/validation.jsonl --key-env FLYWHEEL_VALIDATION_KEY $(if $(FLYWHEEL_VALID),--limit $(FLYWHEEL_VALID)))
+	touch $@
+
+# 2. Data: GRPO tasks from the train traffic; the validation traffic held back (tasks, and the served version's run).
+$(FW)/collect/funnel.json: $(FW)/served/traffic.done
+	$(BIN)/podium data collect --config $(FLYWHEEL)/collect.yaml --from-served $(FW)/served --out $(FW)/collect --quiet
+
+# 3. Training: GRPO continues the served SFT adapter on the served tasks.
+$(FW)/adapter/adapter_model.safetensors: $(FW)/collect/funnel.json
+	$(BIN)/podium train grpo --config $(FLYWHEEL_GRPO) --tasks $(FW)/collect/tasks.jsonl --output-dir $(FW)/adapter \
+	  --max-steps $(FLYWHEEL_STEPS)
+
+# 4. The gate: the candidate on the held-back tasks against the serving version's graded traffic on them.
+$(FW)/gate/comparison.json: $(FW)/adapter/adapter_model.safetensors
+	sed 's|runs/flywheel|$(FW)|' $(FLYWHEEL)/system-candidate.yaml > $(FLYWHEEL_CANDIDATE)
+	set -- $(FW)/collect/heldout-*/; test $$# -eq 1 || { echo "expected one served version held back: $$*"; exit 1; }; \
+	  $(BIN)/podium eval --tasks $(FW)/collect/heldout.jsonl --system $(FLYWHEEL_CANDIDATE) --out $(FW)/gate \
+	  --concurrency 2 --quiet --against $$1 --gate-metric reward --gate-usd-scale 0.015 --gate-margin 0.02
+
+# 5. Shadow and promotion: the candidate beside the live system on validation traffic, promoted if it passed.
+$(FW)/promoted.done: $(FW)/gate/comparison.json
+	$(call FLYWHEEL_SERVING,$(FLYWHEEL_SERVE) --served $(FW)/served-shadow --shadow $(FLYWHEEL_CANDIDATE),\
+	  $(FLYWHEEL_SEND) --tasks $(FW)/validation.jsonl --key-env FLYWHEEL_VALIDATION_KEY --limit $(FLYWHEEL_SHADOW) && \
+	  { $(BIN)/podium promote --model orchestrator_sft --gate $(FW)/gate/comparison.json --url $(FLYWHEEL_URL) \
+	    --api-key-env FLYWHEEL_OPERATOR_KEY || echo "the candidate stays in shadow"; } && \
+	  $(FLYWHEEL_SEND) --tasks $(FW)/validation.jsonl --key-env FLYWHEEL_VALIDATION_KEY --limit 1)
+	touch $@
+
+# 6. The test split before and after the round: the paired intervals of accuracy, USD and reward (after against
+# before, in test-after/comparison.json), then the two systems beside the routers; the last line is one JSON object.
+$(FW)/compare/results.json: $(FW)/promoted.done
+	$(FLYWHEEL_EVAL) --quiet --system $(CLAIM)/system-sft.yaml --out $(FW)/test-before
+	$(FLYWHEEL_EVAL) --system $(FLYWHEEL_CANDIDATE) --out $(FW)/test-after --against $(FW)/test-before \
+	  --gate-metric reward --gate-usd-scale 0.015
+	$(BIN)/podium routing compare --recording $(FW)/recording --split test --routers cascade_checks \
+	  $(if $(FLYWHEEL_LIMIT),--limit $(FLYWHEEL_LIMIT)) $(if $(FLYWHEEL_ROUTERS_TRAIN),--train-limit $(FLYWHEEL_ROUTERS_TRAIN)) \
+	  --orchestrator before=$(FW)/test-before --orchestrator after=$(FW)/test-after --out $(FW)/compare
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis demo-trace.jsonl site

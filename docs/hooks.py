@@ -12,7 +12,11 @@ from mkdocs.structure.files import File, Files
 from podium.cli.reference import command_page, config_page
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTES = {"experiments/claim/README.md": "research/claim.md", "experiments/README.md": "research/ablations.md"}
+NOTES = {
+    "experiments/claim/README.md": "research/claim.md",
+    "experiments/README.md": "research/ablations.md",
+    "experiments/flywheel/README.md": "research/flywheel.md",
+}
 """Research notes (repository path → page of the site)."""
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 _LINK = re.compile(r"(?<!!)(\[[^\]]*\]\()([^)\s#]+)")

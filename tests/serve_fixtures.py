@@ -95,8 +95,8 @@ def orchestrator_of(served_system: System) -> SlowScripted:
 
 
 @contextmanager
-def served(*systems: System, **config: object) -> Iterator[str]:
-    app = create_orchestrator_app(list(systems) or [system()], ServeConfig(**config))  # type: ignore[arg-type]
+def served(*systems: System, shadows: dict[str, System] | None = None, **config: object) -> Iterator[str]:
+    app = create_orchestrator_app(list(systems) or [system()], ServeConfig(**config), shadows)  # type: ignore[arg-type]
     with app_in_thread(app) as url:
         yield url
 

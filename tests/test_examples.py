@@ -24,6 +24,7 @@ RUN_BY = {
     "examples/train_cpu_demo.py": "tests/test_examples.py",
     "examples/llamacpp/serve_smollm2.py": "tests/test_llamacpp.py",
     "examples/serve_frameworks.py": "tests/test_serve_frameworks.py",
+    "experiments/flywheel/traffic.py": "tests/test_flywheel.py",
 }
 """Each shipped script → the test file that runs it."""
 

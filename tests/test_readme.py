@@ -72,6 +72,8 @@ SCRIPTS = {
     "python examples/train_cpu_demo.py --quick --out runs/train-demo": "tests/test_examples.py",
 }
 """Documented runs of shipped scripts → the test that runs them (with the same arguments)."""
+TARGETS = {"make flywheel": "tests/test_flywheel.py"}
+"""Documented Makefile targets → the test that runs them (with smaller limits)."""
 
 
 def doc_commands() -> list[str]:
@@ -82,10 +84,15 @@ def doc_commands() -> list[str]:
 
 def test_every_documented_command_is_tested_and_every_file_it_names_exists():
     documented = doc_commands()
-    assert sorted(set(documented)) == sorted({*DOC_COMMANDS, *SCRIPTS}), "the documents and DOC_COMMANDS differ"
+    assert sorted(set(documented)) == sorted({*DOC_COMMANDS, *SCRIPTS, *TARGETS}), (
+        "the documents and DOC_COMMANDS differ"
+    )
     for script, test in SCRIPTS.items():
         path = next(word for word in script.split() if word.endswith((".py", ".sh")))
         assert path in (ROOT / test).read_text(encoding="utf-8")
+    for target, test in TARGETS.items():  # the test calls make with the target's name
+        text = (ROOT / test).read_text(encoding="utf-8")
+        assert "make(" in text and f'"{target.removeprefix("make ")}"' in text
     named = {word for command in documented for word in shlex.split(command) if word.startswith("examples/")}
     missing = sorted(path for path in named if not glob.glob(path, root_dir=ROOT))  # a wildcard must match something
     assert not missing, f"the documents name files the repository lacks: {missing}"

@@ -18,7 +18,8 @@ from podium.backends.scripted import ScriptedBackend
 from podium.core.trajectory import read_trajectories
 from podium.errors import ConfigError
 from podium.policies import build_policy
-from podium.serve.orchestrator_server import DEFAULT_SYSTEM, ServeConfig, create_orchestrator_app
+from podium.serve.orchestrator_server import create_orchestrator_app
+from podium.serve.settings import DEFAULT_SYSTEM, ServeConfig
 from podium.solve.config import SystemConfig
 from tests.serve_fixtures import (
     ANSWER,

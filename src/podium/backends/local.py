@@ -57,6 +57,12 @@ class LocalBackendConfig(Config):
     one thread and 3.5 tok/s on two of a busy 2-core machine. Raise it for large models on idle CPUs."""
 
 
+_LOADING = threading.Lock()
+"""One model load at a time in a process: transformers builds a model's modules on the meta device by patching
+torch process-wide, so a second model loading at the same moment (a shadow's beside the live one) found meta
+tensors ("Cannot copy out of meta tensor")."""
+
+
 class LocalBackend(ChatBackend):
     """Generates with a local transformers model; one generation at a time per model."""
 
@@ -91,7 +97,8 @@ class LocalBackend(ChatBackend):
         """Load (once) and return ``(torch, model, tokenizer)``."""
         with self._load_lock:
             if self._loaded is None:
-                self._loaded = self._load()
+                with _LOADING:
+                    self._loaded = self._load()
             return self._loaded
 
     def _load(self) -> tuple[Any, Any, Any]:

@@ -47,6 +47,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand(
         "podium.cli.serve", "serve_command", "Serve orchestrators as OpenAI-compatible models (one episode a request)."
     ),
+    "promote": LazyCommand(
+        "podium.cli.serve", "promote_command", "Make a served model's shadow live, if it passed its gate."
+    ),
     "mcp": LazyCommand("podium.cli.mcp", "app", "Expose the pool's tools to MCP clients (podium mcp serve)."),
     "pool": LazyCommand("podium.cli.pool", "app", "Keep the pool's model descriptions current."),
     "experiment": LazyCommand(

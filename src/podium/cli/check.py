@@ -3,9 +3,9 @@ anything.
 
 A file's kind is read from its fields (``--kind`` names it): a system (``podium eval --system``, ``podium
 serve``), a pool, a run or solver config (``podium run --config``, ``--teacher``), a data-stage config, an SFT or
-GRPO training config, an experiment (both scales), a price sheet, or a routing command's config (``record``,
-``compare``, ``threshold``). A recording that a config replays and that another command writes is a pending
-file. Each is checked as its command checks it at
+GRPO training config, an experiment (both scales), a price sheet, a routing command's config (``record``,
+``compare``, ``threshold``), or a ``podium serve --config`` file. A recording that a config replays and that another
+command writes is a pending file. Each is checked as its command checks it at
 load (:mod:`podium.runtime.checks`): the schema, every policy's grammar against its token budget, prices that
 resolve, files that exist, and with ``--online`` the servers of its HTTP workers. Every problem is printed as
 ``FILE:LINE: field: message``. Exit status: 0 every file is good, 2 some file has a problem.
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.markup import escape
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.backends.factory import build_backend
 from podium.backends.http import HttpBackend
 from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
+from podium.cli.config_kinds import KINDS, detect_kind, locate
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
@@ -33,7 +33,6 @@ from podium.pool.pool import Pool, build_pool, load_pool_config, pool_catalog, w
 from podium.runtime.checks import NotRunnable, Problem, run_problems
 from podium.runtime.config import RunConfig
 
-KINDS = ("system", "pool", "run", "stage", "sft", "grpo", "experiment", "prices", "record", "compare", "threshold")
 _LISTED = re.compile(r"^\s+(?:.+?:\d+: )?(\S[^:]*): (.+)$")
 """A problem line of a validation error: ``  [FILE:LINE: ]field: message`` (the line is found again here)."""
 
@@ -90,54 +89,6 @@ def listed_problems(error: Exception) -> list[Problem]:
         fields = [found.groups() for found in listed]
         return [Problem(None if field == "(root)" else field.strip(), message) for field, message in fields]
     return [Problem.from_error(error)]
-
-
-def locate(path: Path, field: str) -> int | None:
-    """The line of ``field`` (dotted, list indices as numbers) in a YAML or JSON file: its key's line, else the
-    line of the deepest part of it the file has."""
-    try:
-        node = yaml.compose(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    line = None
-    for part in field.split("."):
-        if isinstance(node, yaml.MappingNode):
-            entry = next(((key, value) for key, value in node.value if key.value == part), None)
-            if entry is None:
-                break
-            line, node = entry[0].start_mark.line + 1, entry[1]
-        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
-            node = node.value[int(part)]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
-def detect_kind(data: Any) -> str | None:
-    """What kind of config ``data`` is, from its fields."""
-    if not isinstance(data, dict):
-        return None
-    keys = set(data)
-    if "arms" in keys:
-        return "experiment"
-    if "recording" in keys and "kind" not in keys:
-        return "threshold" if keys & {"system", "system_out", "calibration"} else "compare"
-    if {"pool", "out"} <= keys and keys & {"tasks", "benchmark"}:
-        return "record"
-    if "output_dir" in keys:
-        return "sft" if "trajectories" in keys else "grpo"
-    if "kind" in keys:
-        return "system"
-    if "out" in keys:
-        return "stage"
-    if "workers" in keys:
-        return "pool"
-    if isinstance(data.get("models"), dict) or isinstance(data.get("tools"), dict):
-        return "prices"
-    from podium.solve.config import SystemConfig
-
-    return "run" if keys <= set(SystemConfig.model_fields) else None
 
 
 def check_file(path: Path, kind: str | None, *, online: bool, pool: Path | None) -> tuple[str, list[Finding]]:
@@ -254,6 +205,10 @@ def _stage(findings: Findings, data: Any) -> None:
     if not fitting:
         raise ConfigError("out: fields of no data stage together; check the stage's --help for its fields")
     config = fitting[0].from_dict(data, source=str(findings.path))
+    served = getattr(config, "from_served", None)
+    if served is not None and not (Path(served) / "episodes.jsonl").is_file():
+        message = f"no served traffic at {served}: `podium serve --served {served}` writes it"
+        findings.add(Problem("from_served", message, written_by="podium serve"))
     for name in ("teacher", "solver", "cold_start"):
         solver = getattr(config, name, None)
         if solver is not None:
@@ -349,6 +304,12 @@ def _routing(findings: Findings, data: Any, kind: str) -> None:
         PriceCatalog.from_file(config.prices)
 
 
+def _serve(findings: Findings, data: Any) -> None:
+    from podium.serve.settings import ServeConfig
+
+    ServeConfig.from_dict(data, source=str(findings.path))
+
+
 CHECKS: dict[str, Callable[[Findings, Any], None]] = {
     "system": _system,
     "pool": _pool,
@@ -361,6 +322,7 @@ CHECKS: dict[str, Callable[[Findings, Any], None]] = {
     "record": _record,
     "compare": lambda findings, data: _routing(findings, data, "compare"),
     "threshold": lambda findings, data: _routing(findings, data, "threshold"),
+    "serve": _serve,
 }
 
 

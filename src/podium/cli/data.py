@@ -41,6 +41,12 @@ ITEMS = ("benchmark", "tasks", "limit", "exclude", "data_dir")
 """The fields of a stage's item source."""
 RUN = ("concurrency", "max_run_usd", "seed")
 """How a stage runs."""
+SERVED = (
+    ("served.versions", "--served-version"), ("served.keys", "--served-key"), ("served.roles", "--served-role"),
+    ("served.since", "--since"), ("served.until", "--until"), ("served.outcome", "--outcome"),
+    ("served.holdout_keys", "--holdout-key"), ("served.holdout_percent", "--holdout-percent"),
+)  # fmt: skip
+"""Which served episodes ``collect --from-served`` selects and holds back."""
 
 
 def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as_json: bool) -> None:
@@ -54,8 +60,9 @@ def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as
 
 
 @app.command("collect")
-@config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "samples", "temperature", "per_question",
-                                "max_tool_share", "keep_wrong", "prefer_recovered", "constraints", *RUN))  # fmt: skip
+@config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "from_served", *SERVED, "samples",
+                                "temperature", "per_question", "max_tool_share", "keep_wrong", "prefer_recovered",
+                                "constraints", *RUN))  # fmt: skip
 def collect_command(
     config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
 ) -> None:

@@ -10,17 +10,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from podium.cli.common import ConfigFileOption, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, shown
 from podium.config import read_structured_file
+from podium.core.files import write_atomically
 from podium.core.preference import Preference
+from podium.core.printable import printable
 from podium.core.progress import ProgressBar
 from podium.costs.prices import PriceCatalog
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.config import EvalConfig
+from podium.evaluate.gate import COMPARISON_FILE, Comparison, GateConfig, compare_runs
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
 from podium.evaluate.runner import EvalSummary, run_eval
@@ -33,21 +38,61 @@ from podium.solve.jsonl import tasks_benchmark
 console = make_console()
 errors = make_console(stderr=True)
 EVAL_FIELDS = ("system", "out", "benchmark", "tasks", "samples", "limit", "concurrency", "max_run_usd", "data_dir",
-               "hub", "sandbox_config", "quiet", "ray", "tau2_results", "preferences", "prices")  # fmt: skip
-"""Every field of :class:`EvalConfig`, each a flag."""
+               "hub", "sandbox_config", "quiet", "ray", "tau2_results", "preferences", "prices",
+               ("gate.against", "--against"), ("gate.metric", "--gate-metric"),
+               ("gate.cost_usd_scale", "--gate-usd-scale"), ("gate.margin", "--gate-margin"),
+               ("gate.confidence", "--gate-confidence"), ("gate.resamples", "--gate-resamples"))  # fmt: skip
+"""Every field of :class:`EvalConfig`, each a flag (the gate's as ``--against`` and ``--gate-*``)."""
 
 
 @config_options(EvalConfig, EVAL_FIELDS)
 def eval_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
-    """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes."""
+    """Evaluate a system on a benchmark; results go to OUT/results.jsonl as each sample finishes. With --against,
+    compare it with a baseline run on the same items (paired bootstrap intervals) and say whether it wins."""
     try:
         settings = load_config(EvalConfig, config, flags)
+        if settings.gate.against is None and settings.gate.model_fields_set:
+            raise ConfigError("--gate-* settings compare the run with a baseline: give --against RUN")
         summary, benchmark, system, grader = _evaluate(settings)
     except NotRunnable as error:  # a system that cannot produce an action: named with its file, nothing run
         raise fail(NotRunnable(f"{settings.system} ({error.source})", error.problems)) from error
     except PodiumError as error:
         raise fail(error) from error
     report_summary(summary, benchmark, system, settings.max_run_usd, grader)
+    if settings.gate.against is not None:
+        _compare(settings.gate, Path(settings.out))
+
+
+def _compare(gate: GateConfig, out: Path) -> None:
+    """Compare the run in ``out`` with the baseline of ``gate``; write and show the comparison."""
+    try:
+        comparison = compare_runs(str(gate.against), out, gate)
+    except PodiumError as error:
+        raise fail(error) from error
+    write_atomically(out / COMPARISON_FILE, comparison.model_dump_json(indent=2) + "\n")
+    report_comparison(comparison, out / COMPARISON_FILE)
+
+
+def report_comparison(comparison: Comparison, path: Path) -> None:
+    """The paired comparison as a table, and the gate's decision."""
+    base, cand = comparison.baseline, comparison.candidate
+    table = Table(title=Text(printable(f"{cand.system} against {base.system} on {comparison.items} paired items")))
+    for column in ("metric", "baseline", "candidate", "difference", f"{comparison.gate.confidence:.0%} interval"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for name, metric in comparison.metrics.items():
+        digits = 6 if name == "usd" else 4
+        interval = metric.interval
+        shown_values = (metric.baseline, metric.candidate)
+        table.add_row(
+            name, *(f"{value:.{digits}f}" for value in shown_values), f"{interval.difference:+.{digits}f}",
+            f"[{interval.low:+.{digits}f}, {interval.high:+.{digits}f}]",
+        )  # fmt: skip
+    console.print(table)
+    verdict = "[green]passed[/green]" if comparison.passed else "[red]not passed[/red]"
+    versions = f"{base.version or 'unversioned'} → {cand.version or 'unversioned'}"
+    console.print(
+        f"gate {verdict} ({versions}): {shown(comparison.reason)} → {shown(path)}", highlight=False, soft_wrap=True
+    )
 
 
 def _evaluate(settings: EvalConfig) -> tuple[EvalSummary, str, str, str]:

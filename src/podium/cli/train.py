@@ -54,7 +54,9 @@ def sft_command(config: ConfigOption, *, flags: Flags) -> None:
 
 
 @app.command("grpo")
-@config_options(GRPOConfig, (*TRAINER, ("reward.design", "--reward"), "group_size", ("rollout.backend", "--backend")))
+@config_options(
+    GRPOConfig, (*TRAINER, "tasks", ("reward.design", "--reward"), "group_size", ("rollout.backend", "--backend"))
+)
 def grpo_command(config: ConfigOption, *, flags: Flags) -> None:
     """GRPO on rollouts from Podium's executor, with the chosen reward, filters and clipping."""
     try:

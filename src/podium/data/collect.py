@@ -3,7 +3,7 @@ times in Podium's runtime; attempts are graded with Podium's verifiers; infrastr
 the teacher's backend down) and unrepaired format errors are dropped, wrong answers go to ``failures.jsonl`` (and
 are kept too with ``keep_wrong``); at most one correct trajectory per question is kept, recoveries from PARSE_ERR /
 EXEC_ERR / TIMEOUT first; finally no tool may take more than a set share of all calls. ``podium eval`` results can
-stand in for the teacher's attempts.
+stand in for the teacher's attempts, and so can served traffic (:mod:`podium.data.served`).
 
 Outputs in ``--out``: ``sft.jsonl`` (data rows ``podium train sft`` reads), ``failures.jsonl`` (wrong attempts
 for ``podium data classify-failures``), ``funnel.json``; the work log ``work/attempts.jsonl`` makes reruns resume.
@@ -11,7 +11,7 @@ for ``podium data classify-failures``), ``funnel.json``; the work log ``work/att
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
@@ -21,6 +21,7 @@ from podium.data.constraints import read_constraints
 from podium.data.eval_input import rows_from_eval
 from podium.data.funnel import FunnelBuilder
 from podium.data.selection import balance_tools, per_question
+from podium.data.served import ServedSelection, served_data, write_heldout
 from podium.data.solver import Solver, data_row, grade
 from podium.data.sources import ItemSource, SourcedItem, load_items, unique_ids
 from podium.data.store import DataError
@@ -42,6 +43,12 @@ class CollectConfig(ItemSource, StageSettings):
     """The teacher orchestrator (any pool member or endpoint as orchestrator, under any policy)."""
     from_eval: list[str] = Field(default_factory=list)
     """``podium eval`` run directories or results files to select from instead of running the teacher."""
+    from_served: str | None = None
+    """A traffic directory (``podium serve --served DIR``) whose graded episodes to select from instead of running
+    the teacher: SFT rows (the cheapest correct episode of each prompt), GRPO tasks (``tasks.jsonl``, one per
+    prompt, with what traffic said of it) and the held-back slice (``heldout.jsonl`` and ``heldout-VERSION/``)."""
+    served: ServedSelection = Field(default_factory=ServedSelection)
+    """With ``from_served``: which episodes (versions, keys, roles, time window, outcome) and which are held back."""
     samples: PositiveInt | Literal["all"] = 8
     """Attempts per question (ParaManager: 8). ``all``: every path of the teacher's action tree once, for a policy
     whose every action is one of a few words (``escalate``) over workers that answer deterministically (replays):
@@ -69,7 +76,17 @@ class CollectConfig(ItemSource, StageSettings):
     def _sampling_used(self) -> "CollectConfig":
         if self.samples == "all" and "temperature" in self.model_fields_set:
             raise ValueError("temperature: not used with samples: all (every path is played once, nothing sampled)")
+        if self.from_served is None and "served" in self.model_fields_set:
+            raise ValueError("served: selects served traffic, which only from_served reads")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cheapest_served(cls, data: Any) -> Any:
+        """Served traffic keeps the cheapest correct episode of each prompt, unless the config says otherwise."""
+        if isinstance(data, dict) and data.get("from_served") is not None:
+            return {"prefer_cheap": True, "prefer_recovered": False, **data}
+        return data
 
 
 class ItemAttempts(Record):
@@ -162,9 +179,16 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
     """Run (or resume) collection into ``config.out``; returns the funnel (also saved as ``funnel.json``)."""
     out = Path(config.out)
     funnel = FunnelBuilder(STAGE)
-    if config.from_eval:
-        if config.benchmark or config.tasks:
-            raise DataError("give --from-eval or a benchmark / tasks file, not both")
+    given = [name for name, on in [("--from-served", config.from_served), ("--from-eval", config.from_eval),
+                                   ("a benchmark / tasks file", config.benchmark or config.tasks)] if on]  # fmt: skip
+    if len(given) > 1:
+        raise DataError(f"give one source of attempts: {' or '.join(given)}")
+    served = None
+    if config.from_served is not None:
+        served = served_data(config.from_served, config.served, STAGE, funnel)
+        rows = served.rows
+        stage = open_stage(out, STAGE, config, progress=progress)
+    elif config.from_eval:
         rows = [row for path in config.from_eval for row in rows_from_eval(path, STAGE)]
         stage = open_stage(out, STAGE, config, progress=progress)
     else:
@@ -200,4 +224,7 @@ async def collect(config: CollectConfig, *, progress: bool = True) -> Funnel:
         "sft.jsonl": write_jsonl(out / "sft.jsonl", kept),
         "failures.jsonl": write_jsonl(out / "failures.jsonl", failures),
     }
-    return finish_stage(stage, funnel, outputs, ["sft.jsonl"])
+    if served is None:
+        return finish_stage(stage, funnel, outputs, ["sft.jsonl"])
+    outputs["tasks.jsonl"] = write_jsonl(out / "tasks.jsonl", served.tasks)
+    return finish_stage(stage, funnel, outputs | write_heldout(out, served), ["sft.jsonl", "tasks.jsonl"])

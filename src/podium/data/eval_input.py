@@ -49,6 +49,7 @@ def row_from_graded(record: GradedTrajectory, stage: str, system_config: dict[st
         policy=metadata.get("policy"),
         pool_hash=short_hash(pool) if pool is not None else None,
         podium_version=podium_version(),
+        system_version=metadata.get("system_version"),
     )
     return DataRow(
         id=f"{stage}:{record.benchmark}:{record.item_id}:{record.sample}",

@@ -93,6 +93,7 @@ class Solver:
             pool_hash=self.pool_hash,
             prices_hash=self.prices_hash,
             podium_version=podium_version(),
+            system_version=self.system.version,
             **extra,
         )
 

@@ -4,6 +4,7 @@ flag and a key of an ``--config`` file (:mod:`podium.cli.fields`)."""
 from pydantic import NonNegativeFloat, PositiveInt
 
 from podium.datasets.selection import ItemSelection
+from podium.evaluate.gate import GateConfig
 
 
 class EvalConfig(ItemSelection):
@@ -36,3 +37,5 @@ class EvalConfig(ItemSelection):
     item i gets pair i mod n, its instruction appended to the task and its vector kept for rewards."""
     prices: str | None = None
     """Price sheet merged over the system pool's prices (evaluate under unseen prices)."""
+    gate: GateConfig = GateConfig()
+    """With ``against``, how the run is compared with a baseline run on the same items, and when it wins."""

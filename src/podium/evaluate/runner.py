@@ -34,12 +34,13 @@ from podium.evaluate.systems import ItemSolver, attempt_bound, attempt_seed
 from podium.graders.grader import Grader, gold_text
 from podium.graders.verdict import Verdict
 from podium.solve.jsonl import JsonlLog, rejected_path
+from podium.solve.records import RUN_MANIFEST, RUN_RESULTS, RunManifest
 from podium.solve.records import GradedTrajectory as EvalRecord
 from podium.solve.records import read_graded as read_results
 from podium.solve.runner import BatchRunner
 
-MANIFEST_FILE = "manifest.json"
-RESULTS_FILE = "results.jsonl"
+MANIFEST_FILE = RUN_MANIFEST
+RESULTS_FILE = RUN_RESULTS
 log = logging.getLogger(__name__)
 
 
@@ -49,23 +50,6 @@ class EvalError(PodiumError):
 
 class SystemRunError(PodiumError):
     """A system could not finish an attempt for infrastructure reasons (the orchestrator's backend failed)."""
-
-
-class RunManifest(Record):
-    """What a run directory holds; a resume must match it."""
-
-    benchmark: str
-    """Benchmark name."""
-    source: Literal["local", "hub"] = "local"
-    """Where the items came from."""
-    system: str
-    """System name."""
-    system_config: dict[str, Any] = Field(default_factory=dict)
-    """The system's config as given (empty for systems built in code)."""
-    samples: int
-    """Samples per item."""
-    preferences: list[Preference] = Field(default_factory=list)
-    """User preferences given to the items (item i gets preference i mod n); empty when none."""
 
 
 class EvalSummary(Record):

@@ -19,14 +19,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
@@ -290,3 +290,25 @@ def app_in_thread(app: FastAPI, *, host: str = "127.0.0.1", port: int = 0) -> It
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+async def parsed_as(request: Request, model: type[Body]) -> Body:
+    """The request body as a ``model`` (400 naming the first bad field)."""
+    try:
+        data = json.loads(await request.body())
+    except (ValueError, RecursionError) as error:
+        raise invalid_request(f"the body is not JSON: {error}") from error
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        message, param = describe_errors(error.errors())
+        raise invalid_request(message, param) from error
+
+
+async def disconnected(request: Request) -> None:
+    """Returns once the client has gone away (the body was read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        continue

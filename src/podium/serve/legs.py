@@ -147,10 +147,15 @@ def answered(trajectory: Trajectory, body: EpisodeRequest) -> tuple[str, str]:
         ) from error  # fmt: skip
 
 
-def final_fields(leg: Leg, trajectory: Trajectory, request: EpisodeRequest) -> dict[str, Any]:
+def final_fields(leg: Leg, trajectory: Trajectory, request: EpisodeRequest, session: ServedEpisode) -> dict[str, Any]:
+    served: dict[str, Any] = {}
+    if session.facts is not None:
+        served["version"] = session.facts.system.version
+        if session.facts.grade is not None:
+            served["grade"] = session.facts.grade.model_dump(mode="json")
     return {
         "usage": usage_body(leg.usage),
-        "podium": podium_body(trajectory, with_trajectory=request.podium.return_trajectory),
+        "podium": podium_body(trajectory, with_trajectory=request.podium.return_trajectory, served=served),
     }
 
 
@@ -198,7 +203,7 @@ def _ended(session: ServedEpisode, item: Ended, request: LegRequest, leg: Leg, r
         raise
     request.outcome = finish
     message = {"role": "assistant", "content": answer, "reasoning_content": reasoning}
-    fields = final_fields(leg, trajectory, request.body)
+    fields = final_fields(leg, trajectory, request.body, session)
     return completion(request.request_id, request.model, message, finish, **fields)
 
 
@@ -253,7 +258,7 @@ def _closing_events(
             return [sse(problem.body())]
         request.outcome = finish
         events = [chunk(request_id, model, {"content": piece}) for piece in answer_pieces(answer)]
-        fields = final_fields(leg, trajectory, request.body)
+        fields = final_fields(leg, trajectory, request.body, session)
     usage = fields.pop("usage")  # once, in its own chunk, as OpenAI's streams carry it
     events.append(chunk(request_id, model, {}, finish_reason=finish, **fields))
     options = request.body.stream_options

@@ -5,100 +5,75 @@ lists the served orchestrators and ``GET /metrics`` reports in Prometheus text f
 Requests (:mod:`podium.serve.requests`), how messages become the episode's context
 (:mod:`podium.serve.conversation`), client tools (:mod:`podium.serve.sessions`), responses and streams
 (:mod:`podium.serve.legs`), the queue (:mod:`podium.serve.admission`), API keys and their daily USD limits
-(:mod:`podium.serve.accounts`), metrics and request logs (:mod:`podium.serve.operations`).
+(:mod:`podium.serve.accounts`), metrics and request logs (:mod:`podium.serve.operations`), the traffic directory
+of every ended episode (:mod:`podium.serve.traffic`) and its feedback (``POST /v1/feedback``,
+:mod:`podium.serve.feedback`), and candidates served in shadow and promoted (:mod:`podium.serve.shadow`).
+
+Each served model shows its system's version (:mod:`podium.solve.version`) in ``/v1/models``, in ``/metrics``
+labels, in every response's ``podium`` object and in the records of its episodes.
 
 A client that goes away while its response is being worked on cancels the episode: its calls are cancelled, what
 it spent (and the bounds of the work cut short) is charged to its key, and the trajectory is traced with stop
 reason ``cancelled``.
 """
 
-import json
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, ValidationError
 from starlette.types import Scope
 
-from podium.config import Config
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError
-from podium.pool.summarizer import FINAL_ANSWER
+from podium.graders.grader import Grader
 from podium.runtime.config import RunConfig
 from podium.serve.accounts import Accounts, ApiKey
 from podium.serve.admission import Admission
 from podium.serve.conversation import Conversation, read_conversation
-from podium.serve.http import DEFAULT_MAX_BODY_BYTES, ApiError, describe_errors, invalid_request, openai_app
+from podium.serve.feedback import FeedbackDesk, FeedbackRequest, feedback_body
+from podium.serve.http import ApiError, disconnected, invalid_request, openai_app, parsed_as
 from podium.serve.legs import LegRequest, collect, json_text, stream
-from podium.serve.operations import Labels, Metrics, RequestLog, episode_record
+from podium.serve.operations import Metrics, RequestLog, episode_record, known_labels
+from podium.serve.records import EpisodeFacts, episode_facts, solved
 from podium.serve.requests import EpisodeRequest, request_config
 from podium.serve.sessions import ServedEpisode
+from podium.serve.settings import ServeConfig
+from podium.serve.shadow import Deployment, Promotion, ShadowRuns, deployments, model_object
+from podium.serve.traffic import TrafficLog
 from podium.serve.waiting import WaitingEpisodes
-from podium.solve.config import SystemConfig
+from podium.solve.served import SHADOW_SUFFIX
 from podium.solve.system import Chat, System
-
-DEFAULT_SYSTEM = SystemConfig(max_turns=2, max_tokens=256, summarize_on_stop=True)
-"""What ``podium serve`` runs without ``--system``: the embedded offline orchestrator under limits within which
-it answers a plain question (two turns, then the summarizer writes the answer if none came; the serial grammar's
-fixed parts take 227 of its 256 tokens), as ``examples/systems/embedded-orchestrator.yaml`` does."""
-
-
-class ServeConfig(Config):
-    """How ``podium serve`` admits, accounts for and records requests."""
-
-    max_concurrent: PositiveInt = 4
-    """Responses worked on at once; more requests wait in the queue."""
-    max_queued: NonNegativeInt = 64
-    """Requests that may wait for a slot; a request beyond them is answered 429 with Retry-After."""
-    queue_timeout_s: PositiveFloat = 60.0
-    """Longest wait in the queue; a request that waited this long is answered 503 with Retry-After."""
-    request_timeout_s: PositiveFloat | None = 120.0
-    """Longest the server works on one response (the queue wait not counted): past it the episode is cancelled
-    and the response is 504 ``request_timeout`` naming this limit; null (in a ``--config`` file): no limit.
-    (``podium.max_seconds``, the episode's own deadline, ends it with the answer its observations hold instead.)"""
-    client_tool_timeout_s: PositiveFloat = 300.0
-    """How long an episode waits for the results of the client calls it handed out before it is cancelled."""
-    max_waiting_episodes: PositiveInt = 128
-    """Most episodes waiting for client tool results at once; past it the one waiting longest is cancelled."""
-    max_request_bytes: PositiveInt = DEFAULT_MAX_BODY_BYTES
-    """Largest request body read; a larger one is answered 413."""
-    api_key_env: str | None = None
-    """Environment variable holding one key clients must send as ``Authorization: Bearer <key>`` (named
-    ``default``, no limit); unset, and without ``keys``: no key is needed."""
-    keys: list[ApiKey] = Field(default_factory=list)
-    """API keys, each with a name and an optional USD limit per UTC day."""
-    spend_file: str | None = None
-    """JSONL file where each key's spend is appended and read back at start (limits survive a restart)."""
-    trace: str | None = None
-    """Append every ended trajectory to this JSONL file."""
-    request_log: str | None = None
-    """Append one JSON line per response (refusals included) and per ended episode to this file (``-``: stderr)."""
-    heartbeat_s: PositiveFloat = 2.0
-    """Seconds between heartbeat events of a stream while the episode works without news."""
 
 
 class EpisodeServer:
     """The served orchestrators, the queue, the keys, the episodes waiting on client tools, and what is
     recorded."""
 
-    def __init__(self, systems: Sequence[System], config: ServeConfig) -> None:
-        if not systems:
-            raise ConfigError("no orchestrator to serve")
-        self.systems = {system.name: system for system in systems}
-        if len(self.systems) != len(systems):
-            raise ConfigError(f"served orchestrators need distinct names: {[s.name for s in systems]}")
+    def __init__(
+        self, systems: Sequence[System], config: ServeConfig, shadows: Mapping[str, System] | None = None
+    ) -> None:
+        self.deployments = deployments(systems, shadows or {})
         self.config = config
         keys = list(config.keys)
         if config.api_key_env is not None:
             keys.append(ApiKey(name="default", key_env=config.api_key_env))
         self.accounts = Accounts(keys, config.spend_file)
         self.admission = Admission(config.max_concurrent, config.max_queued, config.queue_timeout_s)
-        self.metrics = Metrics(known_labels(systems, [key.name for key in keys]))
+        every = [*systems, *(shadows or {}).values()]
+        self.metrics = Metrics(known_labels(every, [key.name for key in keys]))
+        for model, deployment in self.deployments.items():
+            deployment.show(self.metrics, model)
         self.log = RequestLog(config.request_log)
         self.waiting = WaitingEpisodes(config.client_tool_timeout_s, config.max_waiting_episodes, self.metrics)
+        self.grader = Grader()
+        self.traffic = None if config.served is None else TrafficLog(config.served)
+        self.feedback = None if self.traffic is None else FeedbackDesk(self.traffic, self.grader)
+        self.shadows = ShadowRuns(config.max_shadow, self.grader, self.metrics, self._shadow_ended)
+        self.running: dict[str, ServedEpisode] = {}
+        """Episodes running here, by each of their response ids (a feedback naming one is early, not unknown)."""
 
     async def authorize(self, request: Request) -> str | None:
         """The name of the request's API key (401 when one is needed and missing or wrong)."""
@@ -107,20 +82,53 @@ class EpisodeServer:
         return account
 
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [model_object(name) for name in self.systems]}
+        return {"object": "list", "data": [model_object(name, self.deployments[name]) for name in self.deployments]}
 
     def model(self, name: str) -> dict[str, Any]:
-        self.system(name)
-        return model_object(name)
+        return model_object(name, self.deployment(name))
 
-    def system(self, model: str) -> System:
-        system = self.systems.get(model)
-        if system is None:
+    def deployment(self, model: str) -> Deployment:
+        deployment = self.deployments.get(model)
+        if deployment is None:
             raise ApiError(
-                404, f"model '{model}' is not served here; served: {sorted(self.systems)}",
+                404, f"model '{model}' is not served here; served: {sorted(self.deployments)}",
                 "not_found_error", param="model", code="model_not_found",
             )  # fmt: skip
-        return system
+        return deployment
+
+    def system(self, model: str) -> System:
+        """The live system of ``model``."""
+        return self.deployment(model).live
+
+    def promote(self, model: str, version: str, account: str | None) -> dict[str, Any]:
+        """Make the shadow of ``model`` (which must be ``version``) its live system; only an admin key may."""
+        if self.accounts.required and account not in self.config.admin_keys:
+            raise ApiError(
+                403, f"the key '{account}' may not promote (admin_keys: {self.config.admin_keys})",
+                "permission_error", code="not_an_admin_key",
+            )  # fmt: skip
+        deployment = self.deployment(model)
+        replaced = deployment.promote(model, version, self.metrics)
+        self.log.write({"event": "promotion", "model": model, "from": replaced.version, "to": version, "key": account})
+        return model_object(model, deployment)
+
+    async def give_feedback(self, request: Request, account: str | None) -> dict[str, Any]:
+        """Record an application's feedback on one of its responses."""
+        if self.feedback is None or self.traffic is None:
+            raise ApiError(
+                400, "this server keeps no traffic directory, so it cannot keep feedback: start it with --served DIR",
+                "invalid_request_error", code="feedback_not_kept",
+            )  # fmt: skip
+        body = await parsed_as(request, FeedbackRequest)
+        running = self.running.get(body.response_id)
+        is_running = running is not None and running.account == account
+        record, recorded = await self.feedback.give(body, account, is_running)
+        entry = self.traffic.episode(body.response_id)
+        if entry is not None:
+            self.metrics.feedback_taken(entry.model, entry.version, recorded)
+        self.log.write({"event": "feedback", "episode_id": record.episode_id, "key": account,
+                        "status": "recorded" if recorded else "duplicate"})  # fmt: skip
+        return feedback_body(record, entry, recorded)
 
     def refused(self, scope: Scope, error: ApiError) -> None:
         """Count and log a refusal no response recorded (a body check, a bad route, a missing key…)."""
@@ -134,7 +142,7 @@ class EpisodeServer:
     async def complete(self, request: Request, account: str | None) -> Response:
         """One chat completion: a new episode, or the resumption of one waiting on client calls."""
         started = time.perf_counter()
-        body = await parsed(request)
+        body = await parsed_as(request, EpisodeRequest)
         request.state.model = body.model
         leg = LegRequest(
             f"chatcmpl-{uuid.uuid4().hex}", body, False, self.config.heartbeat_s, self.config.request_timeout_s
@@ -189,6 +197,9 @@ class EpisodeServer:
         session.choose(leg.body)
         self.waiting.unpark(session)
         session.resume(conversation.results)
+        if session.facts is not None:
+            session.facts.response_ids.append(leg.request_id)
+        self.running[leg.request_id] = session
         return session
 
     def _start(self, leg: LegRequest, conversation: Conversation, account: str | None) -> ServedEpisode:
@@ -207,19 +218,31 @@ class EpisodeServer:
             )
         if specs and not policy.calls_tools:
             raise invalid_request(f"the {policy.name} policy of {system.name} cannot call client tools", "tools")
+        if body.podium.verifier is not None and body.response_format is not None:
+            raise invalid_request(
+                "podium.verifier asks for its task kind's answer format, response_format for JSON: give one",
+                "podium.verifier",
+            )
         taken = {*system.pool.registry.names(), *system.pool.labels.values(), *policy.reserved_names}
         session = ServedEpisode(
             leg.request_id, leg.model, account, self.accounts.allowance(account), specs,
             self.config.client_tool_timeout_s, taken=taken, settings=body.episode_settings(),
+            facts=episode_facts(body, conversation, leg.model, system, config, account),
         )  # fmt: skip
         session.choose(body)
-        session.start(self._episode(leg, conversation, system, config, session), self._ended)
+        session.facts.response_ids.append(leg.request_id)  # type: ignore[union-attr]
+        session.start(self._episode(leg, conversation, config, session, policy.calls_tools), self._ended)
+        self.running[leg.request_id] = session
+        shadow = self.deployment(leg.model).shadow
+        if shadow is not None:
+            self.shadows.start(shadow, session.facts, body, conversation, leg.request_id)  # type: ignore[arg-type]
         return session
 
     def _episode(
-        self, leg: LegRequest, conversation: Conversation, system: System, config: RunConfig, session: ServedEpisode
+        self, leg: LegRequest, conversation: Conversation, config: RunConfig, session: ServedEpisode, calls_tools: bool
     ) -> Coroutine[Any, Any, Trajectory]:
-        """The episode's coroutine: the one place serving solves a conversation."""
+        """The episode's coroutine: the one place serving solves a conversation (:func:`solved`). A policy that
+        calls no tools by name (escalate) gets no ``tool_choice`` (a request that asks for a call was refused)."""
         body = leg.body
         metadata = {**(body.metadata or {}), "request_id": leg.request_id, "served_model": leg.model}
         if body.user is not None:
@@ -230,36 +253,53 @@ class EpisodeServer:
             instructions=conversation.instructions,
             on_event=session.on_event,
             allowance=session.allowance,
-            # only a policy that calls tools by name is asked (the others were refused a choice at the request)
-            tool_choice=session.next_choice if system.executor(config).policy.calls_tools else None,
+            tool_choice=session.next_choice if calls_tools else None,
             answer_schema=body.answer_schema(),
         )
         instruction = body.response_format.instruction() if body.response_format else None
-        task = conversation.task_with_work()
-        return system.solve(
-            task if instruction is None else f"{task}\n\n{instruction}",
-            seed=body.podium.seed,
-            preference=body.preference(),
-            settings=config,
-            chat=chat,
-            metadata=metadata,
-        )
+        return solved(
+            session.facts,  # type: ignore[arg-type]
+            self.grader, leg.request_id, config, chat, seed=body.podium.seed, metadata=metadata,
+            instruction=instruction,
+        )  # fmt: skip
 
     def _ended(self, session: ServedEpisode) -> None:
-        """An episode ended (answered, failed, cancelled or expired): settle, count, trace and log it."""
+        """An episode ended (answered, failed, cancelled or expired): settle, count, record, trace and log it."""
         self.waiting.unpark(session)
+        facts = session.facts
+        for response_id in [] if facts is None else facts.response_ids:
+            self.running.pop(response_id, None)
         trajectory = session.trajectory
         spent = 0.0 if trajectory is None else trajectory.usage.usd + trajectory.metadata.get("abandoned_usd", 0.0)
         self.accounts.settle(session.account, spent)
-        if trajectory is None:
+        if trajectory is None or facts is None:
             return
-        self.metrics.episode(session.model, session.account, trajectory, set(session.tools))
-        if self.config.trace is not None:
-            write_trajectories(self.config.trace, [trajectory])
-        record = episode_record(session.request_id, session.model, session.account, trajectory)
+        self._recorded(facts, session.request_id, trajectory, session.account, set(session.tools))
+        record = episode_record(session.request_id, session.model, facts.system.version, session.account, trajectory)
         if session.cancelled_because is not None:
             record["cancelled_because"] = session.cancelled_because
         self.log.write(record)
+
+    def _shadow_ended(self, facts: EpisodeFacts, trajectory: Trajectory) -> None:
+        """A shadow episode ended: count and record it (it answered no one)."""
+        episode_id = facts.response_ids[0] + SHADOW_SUFFIX
+        self._recorded(facts, episode_id, trajectory, None, set())
+        self.log.write(episode_record(episode_id, facts.model, facts.system.version, None, trajectory))
+
+    def _recorded(
+        self, facts: EpisodeFacts, episode_id: str, trajectory: Trajectory, key: str | None, client_tools: set[str]
+    ) -> None:
+        """Count an ended episode, write its record to the traffic directory (synced) and its trajectory to the
+        trace."""
+        version = facts.system.version
+        self.metrics.episode(facts.model, version, key, trajectory, client_tools)
+        if facts.grade is not None:
+            self.metrics.grade(facts.model, version, facts.grade.correct)
+        if self.traffic is not None:
+            role = "shadow" if episode_id.endswith(SHADOW_SUFFIX) else "live"
+            self.traffic.add(facts.record(episode_id, role, trajectory))
+        if self.config.trace is not None:
+            write_trajectories(self.config.trace, [trajectory])
 
     def _close(
         self, leg: LegRequest, session: ServedEpisode | None, account: str | None, started: float, waited: float,
@@ -306,49 +346,14 @@ class EpisodeStream(StreamingResponse):
             server._close(leg, session, account, started, waited)
 
 
-async def parsed(request: Request) -> EpisodeRequest:
-    """The request body as an :class:`EpisodeRequest` (400 naming the first bad field)."""
-    try:
-        data = json.loads(await request.body())
-    except (ValueError, RecursionError) as error:
-        raise invalid_request(f"the body is not JSON: {error}") from error
-    try:
-        return EpisodeRequest.model_validate(data)
-    except ValidationError as error:
-        message, param = describe_errors(error.errors())
-        raise invalid_request(message, param) from error
-
-
-async def disconnected(request: Request) -> None:
-    """Returns once the client has gone away (the body was read already)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        continue
-
-
-def model_object(name: str) -> dict[str, Any]:
-    """A served orchestrator as OpenAI's ``model`` object."""
-    return {"id": name, "object": "model", "created": 0, "owned_by": "podium"}
-
-
-def known_labels(systems: Sequence[System], keys: Sequence[str]) -> Labels:
-    """The label values the metrics of a server of ``systems`` may show: the systems' names, every tool their
-    episodes can call (the pools' tools and workers as shown, the summarizer, the primitives) and every worker
-    model."""
-    tools: set[str] = {FINAL_ANSWER.name}
-    workers: set[str] = set()
-    for system in systems:
-        pool = system.pool
-        tools |= {*pool.registry.names(), *pool.labels.values(), *pool.primitives.names()}
-        workers |= {backend.model for backend in pool.backends.values()}
-    return Labels([system.name for system in systems], tools, workers, keys)
-
-
-def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | None = None) -> FastAPI:
-    """The HTTP application serving ``systems`` (their names are the model ids). Its routes are registered here,
-    each behind the API key check; every error it answers is counted and logged once (:meth:`EpisodeServer.refused`
-    for those no response recorded)."""
+def create_orchestrator_app(
+    systems: Sequence[System], config: ServeConfig | None = None, shadows: Mapping[str, System] | None = None
+) -> FastAPI:
+    """The HTTP application serving ``systems`` (their names are the model ids), with ``shadows`` (served model
+    id → candidate) beside them. Its routes are registered here, each behind the API key check; every error it
+    answers is counted and logged once (:meth:`EpisodeServer.refused` for those no response recorded)."""
     settings = config or ServeConfig()
-    server = EpisodeServer(systems, settings)
+    server = EpisodeServer(systems, settings, shadows)
     app = openai_app("Podium orchestrator server", settings.max_request_bytes, refused=server.refused)
     app.state.server = server
 
@@ -369,5 +374,13 @@ def create_orchestrator_app(systems: Sequence[System], config: ServeConfig | Non
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request, account: str | None = Depends(server.authorize)) -> Response:
         return await server.complete(request, account)
+
+    @app.post("/v1/feedback")
+    async def feedback(request: Request, account: str | None = Depends(server.authorize)) -> dict[str, Any]:
+        return await server.give_feedback(request, account)
+
+    @app.post("/v1/models/{model:path}/promote")
+    async def promote(model: str, request: Request, account: str | None = Depends(server.authorize)) -> dict[str, Any]:
+        return server.promote(model, (await parsed_as(request, Promotion)).version, account)
 
     return app

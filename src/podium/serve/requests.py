@@ -16,12 +16,13 @@ Every field is either honoured or refused with a 400 naming it; none is silently
 * ``response_format`` ``json_object`` or ``json_schema``: the answer is that JSON (:mod:`podium.serve.answer_format`).
 * ``frequency_penalty``, ``presence_penalty``, ``logprobs``, ``top_logprobs``, ``logit_bias`` and ``store`` are
   accepted only at their neutral values; ``n`` only as 1. ``user`` and ``metadata`` are recorded.
-* Podium's own fields go in an extra ``podium`` object (:class:`PodiumOptions`).
+* Podium's own fields go in an extra ``podium`` object (:class:`PodiumOptions`): limits, a preference, and the
+  task's kind and gold answer, with which the episode is graded as it ends.
 """
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from podium.core.budget import Budget
 from podium.core.calls import ToolSpec
@@ -29,6 +30,7 @@ from podium.core.preference import Preference
 from podium.runtime.config import RunConfig
 from podium.serve.answer_format import ResponseFormat
 from podium.serve.http import TextPart, invalid_request
+from podium.solve.served import GRADABLE, GradableKind
 
 
 class PodiumOptions(BaseModel):
@@ -52,6 +54,18 @@ class PodiumOptions(BaseModel):
     """Seed of the blind worker labels."""
     return_trajectory: bool = False
     """Include the whole trajectory in the response (in the final chunk when streaming)."""
+    verifier: GradableKind | None = None
+    """The task's kind (``math``, ``qa``, ``multiple_choice``): the question gets that kind's answer-format
+    instruction and the answer is extracted from the reply, as ``podium eval`` does with a task of that kind."""
+    gold: str | list[str] | None = None
+    """The task's reference answer (a list: QA aliases; needs ``verifier``): the answer is graded against it as
+    the episode ends, and the grade is recorded with the episode and returned in the response's ``podium``."""
+
+    @model_validator(mode="after")
+    def _gold_has_a_kind(self) -> Self:
+        if self.gold is not None and self.verifier is None:
+            raise ValueError(f"gold needs verifier, the task's kind that grades it: one of {list(GRADABLE)}")
+        return self
 
 
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}

@@ -103,11 +103,14 @@ def usage_body(usage: CallUsage) -> dict[str, Any]:
     }
 
 
-def podium_body(trajectory: Trajectory, *, with_trajectory: bool) -> dict[str, Any]:
-    """The ``podium`` object of a final response: the trajectory id, why it stopped, and the whole episode's
-    accounting."""
+def podium_body(
+    trajectory: Trajectory, *, with_trajectory: bool, served: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``podium`` object of a final response: the trajectory id, why it stopped, the whole episode's accounting,
+    and what the server adds (``served``: the system's version, the grade against the request's gold)."""
     usage = trajectory.usage
     body: dict[str, Any] = {
+        **(served or {}),
         "trajectory_id": trajectory.id,
         "stop_reason": str(trajectory.stop_reason),
         "usd": usage.usd,

@@ -31,6 +31,7 @@ from podium.policies import ToolChoice
 from podium.pool.context import current_episode
 from podium.pool.tool import Tool, ToolOutput
 from podium.serve.http import invalid_request
+from podium.serve.records import EpisodeFacts
 from podium.serve.requests import EpisodeRequest
 
 CALL_ID_PATTERN = r"call_[0-9a-f]{24}"
@@ -83,6 +84,8 @@ class ServedEpisode:
     """The fields of the starting request that shape the episode (:meth:`EpisodeRequest.episode_settings`)."""
     choice: ToolChoice | None = None
     """What the next action may be, as the request being answered asks (its ``tool_choice``)."""
+    facts: EpisodeFacts | None = None
+    """What the episode's record says besides its trajectory (the system and its version, the task, its gold…)."""
     cancelled_because: str | None = None
     """Why the server cancelled the episode (``client_tool_timeout``, ``request_timeout``, ``waiting_cap``)."""
     reports: "asyncio.Queue[Report]" = field(default_factory=asyncio.Queue)

@@ -129,7 +129,7 @@ class JsonlLog(Generic[T]):
         self.dropped = len(unusable)
         """Torn, corrupt or duplicate lines moved to :func:`rejected_path` when the log was opened."""
         if unusable or (path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n")):
-            _set_aside(rejected_path(path), unusable)
+            set_aside(rejected_path(path), unusable)
             write_atomically(path, "".join(to_json_line(value) for value in self.done.values()))
 
     def __contains__(self, key: object) -> bool:
@@ -145,11 +145,7 @@ class JsonlLog(Generic[T]):
         """Record a finished unit: one write, flushed and synced, so a kill can only tear this line. Returns the
         value as stored."""
         value, line = self._line(value)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("ab") as handle:
-            handle.write(line.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_synced(self.path, line)
         self.done[self.key(value)] = value
         return value
 
@@ -166,7 +162,16 @@ class JsonlLog(Generic[T]):
             return kept, to_json_line(kept)
 
 
-def _set_aside(path: Path, lines: list[bytes]) -> None:
+def append_synced(path: Path, line: str) -> None:
+    """Append one line in one write, flushed and synced (a kill can only tear this line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as handle:
+        handle.write(line.encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def set_aside(path: Path, lines: list[bytes]) -> None:
     """Append unreadable lines to ``path`` (one per line) before they leave their log."""
     if lines:
         with path.open("ab") as handle:

@@ -9,12 +9,13 @@ every row, and the trajectory (whose call arguments and values vary in shape) tr
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, ValidationError, field_serializer, field_validator
 
 from podium.core.calls import CallUsage
 from podium.core.messages import Message
+from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
 from podium.graders.verdict import Verdict
@@ -61,6 +62,29 @@ def read_graded(path: str | Path) -> tuple[list[GradedTrajectory], int]:
     return list(records.values()), len(unusable)
 
 
+RUN_MANIFEST = "manifest.json"
+"""The manifest file of an evaluation run directory (beside its ``results.jsonl``)."""
+RUN_RESULTS = "results.jsonl"
+"""The graded attempts of an evaluation run directory, one :class:`GradedTrajectory` per line."""
+
+
+class RunManifest(Record):
+    """What a run directory holds; a resume must match it."""
+
+    benchmark: str
+    """Benchmark name."""
+    source: Literal["local", "hub"] = "local"
+    """Where the items came from."""
+    system: str
+    """System name."""
+    system_config: dict[str, Any] = Field(default_factory=dict)
+    """The system's config as given (empty for systems built in code)."""
+    samples: int
+    """Samples per item."""
+    preferences: list[Preference] = Field(default_factory=list)
+    """User preferences given to the items (item i gets preference i mod n); empty when none."""
+
+
 class Provenance(Record):
     """Where a data row comes from: enough to reproduce it, or to know it cannot be compared with another."""
 
@@ -90,6 +114,10 @@ class Provenance(Record):
     """Uno curriculum: ``primary``, ``augmentation`` or ``fallback``."""
     prompt: str | None = None
     """Versioned prompt of an LLM step (``name@vN``) that made the row."""
+    system_version: str | None = None
+    """The version of the system whose episode the row is (:mod:`podium.solve.version`), where it was recorded."""
+    episode_id: str | None = None
+    """Served traffic: the episode the row is (its first response's id; ``:shadow`` for a shadow's)."""
 
 
 class FilterDecision(Record):

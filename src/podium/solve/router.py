@@ -109,7 +109,9 @@ class RouterSystemConfig(NamedSystem):
         if pool.blind.enabled:
             raise ConfigError(f"{where}: pool: a router picks workers by name; blind labels hide them")
         backend = RouterBackend(router, cost_weight=self.cost_weight, threshold=self.threshold)
-        return System.build(config, source=where, orchestrator=backend)
+        # the router's settings and the data it was fitted on decide its episodes as an orchestrator's weights do
+        parts = [self.model_dump(mode="json", exclude={"pool", "name"}), self.fingerprint()]
+        return System.build(config, source=where, orchestrator=backend, version_parts=parts)
 
     def fitted_router(self) -> FittedRouter:
         """The router fitted on the recording's train split, from ``fitted`` when it was fitted on the same data."""

@@ -30,6 +30,7 @@ from podium.datasets.items import BenchmarkItem
 from podium.envs.conversation import UserSimulatorConfig, run_task
 from podium.envs.domain import load_domain
 from podium.errors import ConfigError
+from podium.pool.config import WorkerConfig
 from podium.pool.pool import Pool, build_pool, pool_catalog
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig
@@ -37,6 +38,7 @@ from podium.runtime.checks import Problem, require_runnable, worker_file_problem
 from podium.runtime.episode import NextChoice
 from podium.runtime.explore import explore
 from podium.solve.config import SystemConfig, default_name
+from podium.solve.version import system_version
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class System:
         user: UserSimulatorConfig | None = None,
         instructions: str | None = None,
         orchestrator: ChatBackend | None = None,
+        version: str | None = None,
     ) -> None:
         self.name = name
         self.pool = pool
@@ -91,6 +94,15 @@ class System:
         self.instructions = instructions
         self.orchestrator = orchestrator
         """The orchestrator when it is not one of the pool's workers (a worker of its own, a fitted router)."""
+        self.version = version or self.content_version()
+        """A content hash of what decides its episodes (:mod:`podium.solve.version`): recorded with every episode
+        it plays with its own orchestrator and pool, shown by ``podium serve``."""
+
+    def content_version(self, orchestrator: WorkerConfig | None = None, extra: Sequence[Any] = ()) -> str:
+        """The version of this system: its run settings, pool, prices, simulated user and instructions, the
+        ``orchestrator`` worker of its own and ``extra`` parts (a fitted router's data)."""
+        parts = [self.user.model_dump(mode="json"), self.instructions, *extra]
+        return system_version(self.config, self.pool.config, self.pool.prices, orchestrator=orchestrator, extra=parts)
 
     @property
     def model(self) -> str:
@@ -105,10 +117,11 @@ class System:
         pool: Pool | None = None,
         source: str | None = None,
         orchestrator: ChatBackend | None = None,
+        version_parts: Sequence[Any] = (),
     ) -> "System":
         """The system ``config`` describes (over ``pool`` when it was built already, with ``orchestrator`` as its
-        own when given: a fitted router), refused when it cannot produce an action
-        (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
+        own when given: a fitted router, whose data ``version_parts`` add to the version), refused when it cannot
+        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
         chosen = config.pool_config()
         name = config.name or default_name(chosen, config)
         built = pool or build_pool(chosen)
@@ -116,7 +129,8 @@ class System:
         if orchestrator is None and own is not None:
             orchestrator = build_backend(own.spec(), pool_catalog(chosen))
         system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
-                     orchestrator=orchestrator)  # fmt: skip
+                     orchestrator=orchestrator, version="unversioned")  # fmt: skip
+        system.version = system.content_version(own, version_parts)
         missing = worker_file_problems(own, "orchestrator") if own is not None else []
         system.check(source or f"system '{name}'", missing)
         return system
@@ -177,6 +191,8 @@ class System:
         config = settings or self.config
         if temperature is not None:
             config = config.model_copy(update={"temperature": temperature})
+        if pool is None and orchestrator is None:  # the system's own episode (a rollout's policy is another)
+            metadata = {"system_version": self.version, **(metadata or {})}
         if isinstance(task, BenchmarkItem):
             metadata = {"item_id": task.id, **(metadata or {})}
             if task.verifier == "environment":
