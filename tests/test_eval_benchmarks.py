@@ -6,14 +6,13 @@ import random
 import pytest
 
 from podium.core.answers import extract_answer, last_boxed, vote_key
+from podium.datasets.families.math import gsm8k_gold
+from podium.datasets.families.multiple_choice import gpqa_items, gpqa_rows
 from podium.datasets.items import AssertTests, HumanEvalTests
 from podium.datasets.loaders import (
     BENCHMARKS,
     BenchmarkError,
     get_benchmark,
-    gpqa_items,
-    gpqa_rows,
-    gsm8k_gold,
     shared_data_dir,
 )
 from podium.errors import MissingExtraError

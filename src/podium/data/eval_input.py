@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from podium.data.provenance import podium_version, short_hash
 from podium.data.store import DataError
-from podium.datasets.loaders import BenchmarkError, get_benchmark
+from podium.datasets.benchmark import BenchmarkError
+from podium.datasets.loaders import get_benchmark
 from podium.solve.jsonl import RecordError, read_jsonl
 from podium.solve.records import DataRow, GradedTrajectory, Provenance, read_graded
 

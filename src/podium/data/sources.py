@@ -7,8 +7,9 @@ from pathlib import Path
 from pydantic import Field
 
 from podium.data.store import DataError
+from podium.datasets.benchmark import BenchmarkError
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import BenchmarkError, get_benchmark
+from podium.datasets.loaders import get_benchmark
 from podium.datasets.selection import ItemSelection
 from podium.solve.jsonl import RecordError, read_jsonl, read_tasks
 

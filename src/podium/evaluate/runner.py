@@ -26,8 +26,8 @@ from podium.core.files import write_atomically
 from podium.core.preference import Preference
 from podium.core.record import Record
 from podium.core.trajectory import Trajectory
+from podium.datasets.benchmark import Benchmark
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 from podium.evaluate.rundir import hold_run_directory
 from podium.evaluate.systems import ItemSolver, attempt_bound, attempt_seed

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from podium.datasets.loaders import shared_data_dir
+from podium.datasets.benchmark import shared_data_dir
 from podium.envs.domain import load_domain
 from podium.envs.evaluation import grade_trajectory
 from podium.envs.transcript import DIALOGUE_KEY, results, simulation

@@ -18,8 +18,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from podium.datasets.benchmark import Benchmark
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark, get_benchmark
+from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError
 from podium.evaluate.metrics import run_metrics
 from podium.evaluate.report import build_report

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from podium.core.trajectory import write_trajectories
+from podium.datasets.benchmark import Benchmark
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.errors import ConfigError
 from podium.evaluate.runner import load_run, run_eval
 from podium.evaluate.system_config import build_system, system_config_from_dict

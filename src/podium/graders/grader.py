@@ -10,8 +10,8 @@ from podium.backends.factory import BackendSpec, build_backend
 from podium.config import Config
 from podium.core.answers import VerifierKind
 from podium.core.trajectory import Trajectory
+from podium.datasets.benchmark import shared_data_dir
 from podium.datasets.items import AssertTests, BenchmarkItem, HumanEvalTests
-from podium.datasets.loaders import shared_data_dir
 from podium.graders.code import CodeVerifier
 from podium.graders.environment import EnvironmentVerifier
 from podium.graders.judge import MAX_VERDICT_TOKENS, JudgeVerifier

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from podium.core.files import write_atomically
 from podium.core.trajectory import to_json_line
+from podium.datasets.benchmark import Benchmark
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import Benchmark
 from podium.errors import PodiumError
 
 T = TypeVar("T", bound=BaseModel)

@@ -44,8 +44,9 @@ from podium.cache import cache_dir
 from podium.core.answers import extract_answer
 from podium.core.files import write_atomically
 from podium.costs.prices import PriceCatalog
+from podium.datasets.benchmark import shared_data_dir
 from podium.datasets.items import BenchmarkItem
-from podium.datasets.loaders import get_benchmark, shared_data_dir
+from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError, PodiumError
 from podium.evaluate.routing.record import RecordingWriter, file_digest, new_manifest, now
 from podium.graders import math as math_grader
