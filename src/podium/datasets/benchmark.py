@@ -104,7 +104,26 @@ def jsonl_benchmark(
     )
 
 
-def own_id(row: dict[str, Any], *fields: str) -> Any:
-    """The row's own id: the first of ``fields`` it has (0 is an id); None when it has none, and the item is then
-    known by its 0-based position in the file."""
-    return next((row[name] for name in fields if row.get(name) is not None), None)
+def keyed_items(
+    prefix: str,
+    verifier: VerifierKind,
+    question: Callable[[dict[str, Any]], str],
+    gold: Callable[[dict[str, Any]], str],
+    id_fields: tuple[str, ...],
+    metadata_fields: tuple[str, ...],
+) -> RowConverter:
+    """Rows known by their own id, the first of ``id_fields`` they have (0 is an id), else by their 0-based position
+    in the file; the ``metadata_fields`` a row has travel in the item's metadata."""
+
+    def convert(rows: Iterable[dict[str, Any]]) -> Iterator[BenchmarkItem]:
+        for index, row in enumerate(rows):
+            key = next((row[name] for name in id_fields if row.get(name) is not None), index)
+            yield BenchmarkItem(
+                id=f"{prefix}-{key}",
+                question=question(row),
+                gold=gold(row),
+                verifier=verifier,
+                metadata={name: row[name] for name in metadata_fields if row.get(name) is not None},
+            )
+
+    return convert

@@ -3,7 +3,7 @@
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from podium.datasets.benchmark import Benchmark, BenchmarkError, HubSource, RowConverter, jsonl_benchmark, own_id
+from podium.datasets.benchmark import Benchmark, BenchmarkError, HubSource, RowConverter, jsonl_benchmark, keyed_items
 from podium.datasets.items import BenchmarkItem
 
 
@@ -16,20 +16,14 @@ def _number_text(value: Any) -> str:
 
 def math_items(prefix: str) -> RowConverter:
     """Competition math rows (problem or question, answer, optional id/unique_id/level/subject)."""
-
-    def convert(rows: Iterable[dict[str, Any]]) -> Iterator[BenchmarkItem]:
-        for index, row in enumerate(rows):
-            key = own_id(row, "unique_id", "id")
-            metadata = {name: row[name] for name in ("level", "subject", "url") if row.get(name) is not None}
-            yield BenchmarkItem(
-                id=f"{prefix}-{key if key is not None else index}",
-                question=row.get("problem") or row["question"],
-                gold=_number_text(row["answer"]),
-                verifier="math",
-                metadata=metadata,
-            )
-
-    return convert
+    return keyed_items(
+        prefix,
+        "math",
+        lambda row: row.get("problem") or row["question"],
+        lambda row: _number_text(row["answer"]),
+        ("unique_id", "id"),
+        ("level", "subject", "url"),
+    )
 
 
 def gsm8k_gold(answer: str) -> str:

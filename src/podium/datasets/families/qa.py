@@ -1,30 +1,23 @@
 """Open questions with one gold answer, judged by the QA verifier."""
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from podium.datasets.benchmark import Benchmark, HubSource, RowConverter, jsonl_benchmark, own_id
+from podium.datasets.benchmark import Benchmark, HubSource, RowConverter, jsonl_benchmark, keyed_items
 from podium.datasets.items import BenchmarkItem
 
 
 def qa_items(prefix: str) -> RowConverter:
     """Open questions with one gold answer; HotpotQA keeps its context paragraphs in the metadata."""
-
-    def convert(rows: Iterable[dict[str, Any]]) -> Iterator[BenchmarkItem]:
-        for index, row in enumerate(rows):
-            key = own_id(row, "id", "_id")
-            extras = {name: row[name] for name in ("type", "level", "context") if row.get(name) is not None}
-            yield BenchmarkItem(
-                id=f"{prefix}-{key if key is not None else index}",
-                question=row["question"].strip(),
-                gold=str(row["answer"]).strip(),
-                verifier="qa",
-                metadata=extras,
-            )
-
-    return convert
+    return keyed_items(
+        prefix,
+        "qa",
+        lambda row: row["question"].strip(),
+        lambda row: str(row["answer"]).strip(),
+        ("id", "_id"),
+        ("type", "level", "context"),
+    )
 
 
 def _read_hotpot(directory: Path) -> Iterator[BenchmarkItem]:
