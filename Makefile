@@ -42,8 +42,8 @@ test-extras: setup
 	$(BIN)/python -m pytest -q tests/test_llamacpp.py
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples support
+	$(BIN)/ruff format --check src tests benchmarks examples support
 
 # The documentation site (docs/, mkdocs.yml) into site/: strict, so a broken link, a missing page or any warning
 # fails the build (the test suite builds it the same way). The Reference pages are generated from the code.

@@ -16,15 +16,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-# The fault server and campaign live with the tests that run a small version of this benchmark.
+# support/ (at the repository root) holds what this benchmark shares with the tests that run a small version of it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.faults import run_campaign
-from tests.servers import FaultServer
 
 from podium.backends.base import BackendError
 from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.core.messages import Message
+from support.faults import run_campaign
+from support.servers import FaultServer
 
 
 def trickled_call_seconds(fault: str, retries: int) -> tuple[float, str]:

@@ -25,17 +25,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-# The campaigns live with the tests that run small versions of them.
+# support/ (at the repository root) holds what this benchmark shares with the tests that run a small version of it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.hostile import (
-    LOADERS,
-    bomb_file,
-    load_outcome,
-    non_finite_campaign,
-    size_campaign,
-    text_campaign,
-)
 
 from podium.core.calls import ToolCall
 from podium.core.trajectory import to_json_line
@@ -43,6 +34,14 @@ from podium.evaluate.system_config import load_system_config
 from podium.pool.pool import load_pool_config
 from podium.pool.registry import ToolRegistry
 from podium.pool.tool import Tool
+from support.hostile import (
+    LOADERS,
+    bomb_file,
+    load_outcome,
+    non_finite_campaign,
+    size_campaign,
+    text_campaign,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,7 +126,7 @@ def _results_memory(chars: int) -> int:
 
 
 def mcp(megabytes: float) -> None:
-    from tests.test_mcp import SCRIPT, pool_with
+    from support.mcp_pool import SCRIPT, pool_with
 
     pool = pool_with({"name": "t", "command": SCRIPT, "cwd": str(REPO), "timeout_s": 300})
     try:

@@ -11,7 +11,7 @@
 2. kill -9 of the parent: a separate Python process starts a sandbox running ``sleep 3600`` (wall limit 120 s),
    alternately cold and from a warm pool; once the program runs, the parent is killed with SIGKILL; every
    process of the sandbox (found by its tag) must be gone within 5 s. Target (issue 15): 0 survivors. The same
-   for programs that detach first (``tests/host_kill.DETACHING_PROGRAMS``: a grandchild in a session of its
+   for programs that detach first (``support/host_kill.DETACHING_PROGRAMS``: a grandchild in a session of its
    own; a program that disarms its parent-death and descriptor signals), wall limit 8 s. Target (issue 54):
    0 survivors (at 97064a4: 8 of 12 rounds left the sandbox's PID 1 and the program alive 15 s after the kill).
 3. kill -9 of a busy host: a host keeps a warm pool busy (short calls back to back, three at once, the pool
@@ -40,15 +40,14 @@ import time
 import uuid
 from pathlib import Path
 
-# The kill campaign lives with the test that runs a small version of it.
+# support/ (at the repository root) holds what this benchmark shares with the tests that run a small version of it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.host_kill import DETACHING_PROGRAMS, KillRound, kill_busy_host, kill_eval
 
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
 from podium.sandbox.factory import SandboxFactory
 from podium.sandbox.seccomp import build_filter, host_architecture
+from support.host_kill import DETACHING_PROGRAMS, KillRound, kill_busy_host, kill_eval
 
 GRACE_S = 5.0
 REFILL_PAUSE_S = 0.1  # long enough for the pool to start a replacement between calls

@@ -5,7 +5,7 @@
 Each conversation (the gold actions, a read dropped, a write dropped, a write duplicated, wrong arguments, the
 information only in a thought, only in tool arguments, a failing call, cut off before the end) is played through
 Podium's runtime and scored by Podium, and scored by tau2's ``evaluate_simulation`` (EvaluationType.ALL); see
-tests/tau2_crosscheck.py. Prints agreement per domain and perturbation, and each disagreement. Target: 100 %.
+support/tau2_crosscheck.py. Prints agreement per domain and perturbation, and each disagreement. Target: 100 %.
 About 2.5 s of CPU per airline conversation and 1.2 s per retail one (1,090 conversations, about half an hour on
 an idle core): each side loads the domain's database three times per conversation. With ``--json``, one JSON
 line per conversation.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.tau2_crosscheck import domain_facts, official_reward, official_tasks, podium_reward, scripts
+from support.tau2_crosscheck import domain_facts, official_reward, official_tasks, podium_reward, scripts
 
 
 def main() -> None:

@@ -10,8 +10,7 @@ from podium.backends.http import HttpBackend, HttpBackendConfig
 from podium.core import Message, Status
 from podium.costs.prices import ModelPrice
 from podium.serve.model_server import serving_in_thread as serving
-
-from .servers import FaultServer
+from support.servers import FaultServer
 
 QUESTION = [Message(role="user", content="What is two plus two?")]
 

@@ -16,7 +16,7 @@ from podium.pool.pool import build_pool, embedded_pool_config
 from podium.runtime import Executor, RunConfig
 from podium.runtime.checks import NotRunnable, pool_problems, require_runnable, run_problems
 from podium.serve.model_server import serving_in_thread
-from tests.runtime_fixtures import orchestrator
+from support.runtime_fixtures import orchestrator
 
 runner = CliRunner()
 FREE = {"input_per_mtok": 0, "output_per_mtok": 0}

@@ -16,8 +16,7 @@ from podium.errors import ConfigError
 from podium.evaluate.system_config import load_system_config
 from podium.runtime.config import RunConfig
 from podium.sandbox import SandboxConfig
-
-from .hostile import LOADERS, bomb_file, non_finite_campaign
+from support.hostile import LOADERS, bomb_file, non_finite_campaign
 
 runner = CliRunner()
 

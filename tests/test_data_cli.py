@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from podium.cli import app
+from support.servers import FaultServer
 from tests.data_fixtures import scripted_worker, write_tasks
 from tests.kill_resume import kill_while_writing
-from tests.servers import FaultServer
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -17,9 +17,9 @@ from podium.pool.config import PoolConfig
 from podium.solve.records import DataRow, Provenance, read_funnel
 from podium.train.samples import TrainingDataError
 from podium.train.sft import load_trajectories
+from support.servers import FaultServer
 from tests.data_fixtures import scripted_worker, write_tasks
 from tests.eval_fixtures import record
-from tests.servers import FaultServer
 
 TASKS = [("q1", "What is 12 * 34?", "408"), ("q2", "What is 2 + 2?", "4"), ("q3", "What is 3 + 4?", "7")]
 CALL_REMOTE = '<tool_call>{"name": "remote", "arguments": {"prompt": "check 12 * 34"}}</tool_call>'

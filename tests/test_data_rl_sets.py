@@ -14,8 +14,8 @@ from podium.rewards.registry import build_reward
 from podium.train.config import GRPOConfig
 from podium.train.scoring import task_preference
 from podium.train.tasks import load_tasks
+from support.servers import FaultServer
 from tests.data_fixtures import scripted_worker, write_tasks
-from tests.servers import FaultServer
 
 TASKS = [("q1", "What is 12 * 34?", "408"), ("q2", "What is 2 + 2?", "4"), ("q3", "What is 3 + 4?", "7")]
 

@@ -12,7 +12,7 @@ from podium.cli import app
 from podium.pool.descriptions import read_descriptions, worker_fingerprint
 from podium.pool.pool import build_pool, load_pool_config
 from podium.runtime import Executor, RunConfig
-from tests.runtime_fixtures import orchestrator
+from support.runtime_fixtures import orchestrator
 
 runner = CliRunner()
 

@@ -20,7 +20,7 @@ from podium.envs import ActionKind, data_dir, golden_actions, load_domain, regis
 from podium.envs.evaluation import named_entries, replay
 from podium.envs.user_simulator import STOP_TOKEN, UserSimulator, converse, scenario_prompt
 from podium.pool.registry import ToolRegistry
-from tests.tau2_crosscheck import DESIGNED_FAILURES
+from support.tau2_crosscheck import DESIGNED_FAILURES
 
 needs_data = pytest.mark.skipif(not (data_dir() / "airline").is_dir(), reason="tau2 data not present")
 

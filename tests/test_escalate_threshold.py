@@ -23,7 +23,7 @@ from podium.routers.data import Outcome, RoutingItem, routing_set
 from podium.runtime import Executor, RunConfig
 from podium.solve.config import SystemConfig
 from podium.solve.system import System
-from tests.runtime_fixtures import replay_pool
+from support.runtime_fixtures import replay_pool
 from tests.test_routers import cat_pool
 
 QUESTION = "How many legs has a cat?"

@@ -16,7 +16,7 @@ from podium.pool.pool import build_pool
 from podium.pool.tool import tool
 from podium.runtime import Executor, RunConfig
 from podium.runtime.grounding import final_value, ground, recover
-from tests.runtime_fixtures import PRICE, orchestrator, run, scripted_pool
+from support.runtime_fixtures import PRICE, orchestrator, run, scripted_pool
 
 PRODUCT = "121932631112635269"
 MISCOPY = "12193263111126311111111"  # what the demo's 135M summarizer wrote from the product above

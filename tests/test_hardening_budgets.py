@@ -18,8 +18,7 @@ from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.pool.tool import Tool
 from podium.runtime import Executor, RunConfig
-
-from .servers import FaultServer
+from support.servers import FaultServer
 
 CAP_SLACK = 1e-12
 """Floating-point rounding of sums of dollars (relative)."""

@@ -2,7 +2,7 @@
 no exception escapes, every call has a status with a reason, spend stays within the cap, the deadline holds
 and every trajectory reads back. ``benchmarks/bench_faults.py`` runs the heavy version."""
 
-from .faults import run_campaign
+from support.faults import run_campaign
 
 
 def test_random_server_faults_never_escape_overspend_or_outlast_the_deadline() -> None:

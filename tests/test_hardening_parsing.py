@@ -16,10 +16,8 @@ from podium.policies.hermes import MAX_CALL_BLOCKS, escape_protocol_tags, read_t
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.pool.tool import Tool
-
-from .adversarial import ADVERSARIAL
-from .runtime_fixtures import orchestrator, run, scripted_pool
-from .test_policies_fuzz import EARLIER, VIEW
+from support.adversarial import ADVERSARIAL, EARLIER, VIEW
+from support.runtime_fixtures import orchestrator, run, scripted_pool
 
 MEGABYTE = 1_000_000
 

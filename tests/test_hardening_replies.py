@@ -21,9 +21,8 @@ from podium.datasets.loaders import shared_data_dir
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
-
-from .runtime_fixtures import orchestrator
-from .servers import LYING, MALFORMED, TRANSPORT_FAULTS, FaultServer
+from support.runtime_fixtures import orchestrator
+from support.servers import LYING, MALFORMED, TRANSPORT_FAULTS, FaultServer
 
 QUESTION = [Message(role="user", content="What is two plus two?")]
 PRICE = ModelPrice(input_per_mtok=1.0, output_per_mtok=1.5)

@@ -21,9 +21,9 @@ from podium.datasets.loaders import get_benchmark, shared_data_dir
 from podium.evaluate.runner import RESULTS_FILE, read_results, run_eval
 from podium.policies import Calls, SerialPolicy
 from podium.policies.hermes import read_tool_calls
+from support.adversarial import VIEW
 
 from .eval_runner import OracleSystem
-from .test_policies_fuzz import VIEW
 
 any_char = st.characters(exclude_categories=())  # surrogates and control characters included
 any_text = st.text(any_char, max_size=40) | st.sampled_from(["\ud800", "\udfff\ud800", "\x00", "\u2028", "\x85"])

@@ -19,7 +19,7 @@ pytest.importorskip("llama_cpp.server.app")
 from podium.core.calls import ToolCall, ToolResult
 from podium.pool.pool import build_pool, load_pool_config
 from podium.runtime import Executor, RunConfig
-from tests.runtime_fixtures import orchestrator
+from support.runtime_fixtures import orchestrator
 
 pytestmark = pytest.mark.slow
 

@@ -17,19 +17,14 @@ mcp = pytest.importorskip("mcp")
 
 from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, ToolCall  # noqa: E402
 from podium.errors import ConfigError  # noqa: E402
-from podium.pool.config import PoolConfig, WorkerConfig  # noqa: E402
-from podium.pool.pool import Pool, build_pool  # noqa: E402
+from podium.pool.config import PoolConfig  # noqa: E402
+from podium.pool.pool import Pool  # noqa: E402
 from podium.runtime import Executor, RunConfig  # noqa: E402
-from tests.runtime_fixtures import orchestrator  # noqa: E402
+from support.mcp_pool import SCRIPT, pool_with  # noqa: E402
+from support.runtime_fixtures import orchestrator  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = [sys.executable, "-m", "tests.mcp_server_script"]
 PODIUM = str(Path(sys.executable).with_name("podium"))
-
-
-def pool_with(*servers: dict, tools: tuple[str, ...] = ()) -> Pool:
-    worker = WorkerConfig(name="w", backend="scripted", model="w", replies=["unused"])
-    return build_pool(PoolConfig(workers=[worker], tools=list(tools), mcp_servers=list(servers)))  # type: ignore[arg-type]
 
 
 def call(pool: Pool, name: str, **arguments: object):
@@ -65,23 +60,23 @@ def test_stdio_server_tools_join_the_pool_with_statuses_and_prices() -> None:
         failed = call(pool, "calc__fail", reason="nope")
         assert failed.status == "EXEC_ERR" and failed.usage.usd == 0.0  # a per-call price is paid when served
         assert call(pool, "slow__sleep", seconds=20).status == "TIMEOUT"
-        assert len(children("tests.mcp_server_script")) == 2
+        assert len(children("support.mcp_server_script")) == 2
     finally:
         pool.close()
-    assert children("tests.mcp_server_script") == []
+    assert children("support.mcp_server_script") == []
 
 
 def test_a_crashing_server_is_exec_err_at_once_and_the_next_call_restarts_it() -> None:
     pool = pool_with({"name": "calc", "command": SCRIPT, "cwd": str(REPO), "timeout_s": 30})
     try:
-        [first] = children("tests.mcp_server_script")
+        [first] = children("support.mcp_server_script")
         started = time.perf_counter()
         crashed = call(pool, "calc__crash")
         assert crashed.status == "EXEC_ERR" and "Connection closed" in (crashed.reason or "")
         assert time.perf_counter() - started < 10  # not a hang until the 30 s limit
         again = call(pool, "calc__shout", text="back")
         assert again.status == "OK" and again.observation == "BACK"
-        assert children("tests.mcp_server_script") != [first]
+        assert children("support.mcp_server_script") != [first]
     finally:
         pool.close()
 

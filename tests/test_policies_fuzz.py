@@ -3,7 +3,6 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from podium.core.calls import ToolSpec
 from podium.policies import (
     ActionParseError,
     Answer,
@@ -11,26 +10,11 @@ from podium.policies import (
     DagPolicy,
     ParallelPolicy,
     Plan,
-    PoolView,
-    Route,
     SerialPolicy,
-    Subtask,
     Summarize,
 )
+from support.adversarial import EARLIER, VIEW
 
-VIEW = PoolView(
-    tools=[ToolSpec(name="python", description="Run code.", parameters={"type": "object", "properties": {}})],
-    table="",
-    workers=["Worker1", "Worker2"],
-    admissible=frozenset({("Worker1", "reason"), ("Worker2", "execute_python")}),
-)
-EARLIER = [
-    Plan(
-        round=1,
-        subtasks=[Subtask(id=1, depends_on=(), description="a")],
-        routes={1: Route(subtask=1, model="Worker1", primitive="reason", instruction="a")},
-    )
-]
 FRAGMENTS = [
     "<tool_call>", "</tool_call>", '{"name": "python", "arguments": {"code": "print(1)"}}', '{"name": ', "{", "}",
     "[", "]", '"', "\\", "<answer>", "</answer>", "<think>", "</think>", "<reasoning>", "</reasoning>",

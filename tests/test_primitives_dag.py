@@ -13,8 +13,8 @@ from podium.errors import ConfigError
 from podium.policies import DagPolicy, PoolView
 from podium.pool.resources import Attachment
 from podium.runtime import Executor, RunConfig
+from support.runtime_fixtures import orchestrator
 from tests.primitive_fixtures import pool_with
-from tests.runtime_fixtures import orchestrator
 
 PLAN = (
     '<plan round="1">\n<subtask id="1">find the top customer</subtask>\n'

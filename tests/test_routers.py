@@ -24,7 +24,7 @@ from podium.routers.decide import cascade_stop, choose, choose_by_reward, ranked
 from podium.routers.logistic import fit_logreg, logreg_probabilities
 from podium.routers.models import CascadeRouter, KnnRouter, LogregRouter, MfRouter, load_router
 from podium.runtime import Executor, RunConfig
-from tests.runtime_fixtures import replay_pool
+from support.runtime_fixtures import replay_pool
 
 WEAK, STRONG = Reference("w", 0.5, 0.001), Reference("s", 0.9, 0.01)
 

@@ -19,7 +19,7 @@ from podium.graders import Grader, RecordedVerifier
 from podium.recording import Recording, hashed_split
 from podium.routers.data import routing_set
 from podium.runtime import Executor, RunConfig
-from tests.runtime_fixtures import replay_pool
+from support.runtime_fixtures import replay_pool
 
 pytest.importorskip("bpe_openai")
 

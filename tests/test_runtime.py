@@ -13,7 +13,7 @@ from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, read_trajectories, write_trajectories
 from podium.errors import ConfigError
 from podium.runtime import Executor, RunConfig
-from tests.runtime_fixtures import PRICE, add, orchestrator, run, scripted_pool, sleeper
+from support.runtime_fixtures import PRICE, add, orchestrator, run, scripted_pool, sleeper
 
 
 def call(name: str, **arguments: object) -> str:

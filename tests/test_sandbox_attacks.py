@@ -19,8 +19,8 @@ import pytest
 
 from podium.core import Status
 from podium.sandbox import seccomp, tagged_processes
+from support.host_kill import DETACHING_PROGRAMS
 
-from .host_kill import DETACHING_PROGRAMS
 from .test_sandbox_support import own_sandbox, run, runs, unique_tag, wait_until_gone
 
 ARCHITECTURE = seccomp.host_architecture()

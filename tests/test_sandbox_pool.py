@@ -14,8 +14,8 @@ from importlib.resources import files
 from podium.core import Status
 from podium.sandbox import Sandbox, SandboxConfig, tagged_processes
 from podium.sandbox.factory import LAUNCHER
+from support.host_kill import kill_busy_host
 
-from .host_kill import kill_busy_host
 from .test_sandbox_support import SHORT_LIMITS, own_sandbox, run, runs, unique_tag, wait_until_gone
 
 WAIT_S = 30.0

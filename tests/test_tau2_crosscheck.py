@@ -2,7 +2,7 @@
 
 Conversations are built from a task's gold actions and from perturbations of them (a read dropped, a write
 dropped, a write duplicated, wrong arguments, the information only in a thought, only in tool arguments, a failing
-call, cut off before the end; tests/tau2_crosscheck.py). Each is played through Podium's runtime and graded by
+call, cut off before the end; support/tau2_crosscheck.py). Each is played through Podium's runtime and graded by
 Podium, and built as tau2 messages answered by tau2's own environment and graded by tau2: the rewards, and the whole
 ``RewardInfo``, must be equal. This suite runs a deterministic stratified subset (every perturbation on tasks spread
 over each domain, plus the gold conversation of each of the 18 retail tasks whose gold actions fail by design,
@@ -14,18 +14,18 @@ import pytest
 
 pytest.importorskip("tau2", reason="the tau2 extra is not installed")
 
-from tau2.data_model.simulation import SimulationRun, TerminationReason
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
 from podium.envs import data_dir, load_domain
 from podium.envs.evaluation import grade_messages, grade_trajectory
 from podium.envs.transcript import simulation
-from tests.tau2_crosscheck import (
+from support.tau2_crosscheck import (
     DESIGNED_FAILURES,
     PERTURBATIONS,
     Script,
     domain_facts,
-    official_messages,
+    official_evaluation,
+    official_run,
     official_tasks,
     podium_play,
     scripts,
@@ -55,27 +55,11 @@ def designed_failures() -> list[tuple[object, Script]]:
     return [(task, next(scripts(task, facts))) for task in tasks]
 
 
-def official_run(domain: str, task, script: Script) -> SimulationRun:
-    return SimulationRun(
-        id="x",
-        task_id=task.id,
-        start_time="",
-        end_time="",
-        duration=0.0,
-        termination_reason=TerminationReason.USER_STOP if script.finished else TerminationReason.MAX_STEPS,
-        messages=official_messages(domain, script),
-    )
-
-
-def official(domain: str, task, script: Script):
-    return evaluate_simulation(official_run(domain, task, script), task, EvaluationType.ALL, False, domain)
-
-
 def check(domain_name: str, task, script: Script, *, exported: bool) -> tuple[float, float]:
     domain = load_domain(domain_name)
     trajectory = podium_play(domain_name, script).trajectory
     grade = grade_trajectory(domain, domain.task(task.id), trajectory)
-    reference = official(domain_name, task, script)
+    reference = official_evaluation(domain_name, task, script)
     where = f"{domain_name} task {task.id} {script.perturbation}"
     assert grade.reward == reference.reward, where
     assert grade.reward_info.model_dump(mode="json") == reference.model_dump(mode="json"), where

@@ -18,7 +18,7 @@ from tau2.registry import registry
 from podium.cli import app
 from podium.cli.env import app as env_app
 from podium.envs import data_dir
-from tests.tau2_crosscheck import domain_facts, official_messages, official_tasks, scripts
+from support.tau2_crosscheck import domain_facts, official_messages, official_tasks, scripts
 
 needs_data = pytest.mark.skipif(not (data_dir() / "retail").is_dir(), reason="tau2 data not present")
 FREE = {"input_per_mtok": 0, "output_per_mtok": 0}

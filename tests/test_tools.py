@@ -9,8 +9,7 @@ from podium.core.trajectory import to_json_line
 from podium.costs import PriceCatalog, ToolPrice
 from podium.errors import ToolDefinitionError
 from podium.pool import Tool, ToolOutput, ToolRegistry, tool
-
-from .hostile import size_campaign
+from support.hostile import size_campaign
 
 
 @tool

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from podium.cli import app
 from podium.cli.output import shown
 from podium.core.printable import json_printable, printable
-
-from .hostile import text_campaign
+from support.hostile import text_campaign
 
 runner = CliRunner()
 

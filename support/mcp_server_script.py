@@ -1,4 +1,4 @@
-"""A small MCP server for the tests, on the official SDK: ``python -m tests.mcp_server_script`` serves over
+"""A small MCP server for the tests, on the official SDK: ``python -m support.mcp_server_script`` serves over
 stdio, ``… --http PORT`` over streamable HTTP on 127.0.0.1. Its tools add, fail, sleep, crash the server, and
 return too much: megabytes of text or of error, structured content nested thousands of levels deep, and a line
 of megabytes that is not JSON in place of a reply."""

@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 logger.disable("tau2")
 
 from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage  # noqa: E402
-from tau2.data_model.simulation import SimulationRun, TerminationReason  # noqa: E402
+from tau2.data_model.simulation import RewardInfo, SimulationRun, TerminationReason  # noqa: E402
 from tau2.data_model.tasks import Task  # noqa: E402
 from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # noqa: E402
 from tau2.registry import registry  # noqa: E402
@@ -232,16 +232,25 @@ def official_messages(domain_name: str, script: Script) -> list:
     return messages
 
 
-def official_reward(domain_name: str, task: Task, script: Script) -> float:
-    """The official tau2 reward for ``script``."""
-    simulation = SimulationRun(
+def official_run(domain_name: str, task: Task, script: Script) -> SimulationRun:
+    """``script`` as the official tau2 simulation record of ``task``."""
+    return SimulationRun(
         id=f"{script.task_id}-{script.perturbation}",
-        task_id=script.task_id,
+        task_id=task.id,
         start_time="",
         end_time="",
         duration=0.0,
         termination_reason=TerminationReason.USER_STOP if script.finished else TerminationReason.MAX_STEPS,
         messages=official_messages(domain_name, script),
     )
-    info = evaluate_simulation(simulation, task, EvaluationType.ALL, solo_mode=False, domain=domain_name)
-    return info.reward
+
+
+def official_evaluation(domain_name: str, task: Task, script: Script) -> RewardInfo:
+    """The official tau2 evaluation of ``script`` (every evaluation type)."""
+    run = official_run(domain_name, task, script)
+    return evaluate_simulation(run, task, EvaluationType.ALL, solo_mode=False, domain=domain_name)
+
+
+def official_reward(domain_name: str, task: Task, script: Script) -> float:
+    """The official tau2 reward for ``script``."""
+    return official_evaluation(domain_name, task, script).reward

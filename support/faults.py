@@ -14,9 +14,8 @@ from podium.costs.prices import ModelPrice
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.runtime import Executor, RunConfig
-
-from .runtime_fixtures import orchestrator
-from .servers import FaultServer
+from support.runtime_fixtures import orchestrator
+from support.servers import FaultServer
 
 WORKER_PRICE = ModelPrice(input_per_mtok=50.0, output_per_mtok=150.0)
 """A reply reporting 10M tokens would cost $1,500 at these prices."""
