@@ -2,7 +2,7 @@
 a ``model`` (default: the pool's role worker) and calls that model with its own system prompt."""
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from podium.backends.base import ChatBackend
@@ -76,6 +76,30 @@ def _bound(
     return generation + CostBound(usd=calls * kit.tool_bound(helper))
 
 
+def _role_tool(
+    kit: PoolKit,
+    name: str,
+    description: str,
+    task_help: str,
+    run: Callable[..., Awaitable[ToolOutput]],
+    prompt: Callable[[dict[str, Any]], str],
+    *,
+    generations: int = 1,
+    helper: str | None = None,
+    calls: int = 0,
+) -> Tool:
+    """A role as the orchestrator calls it (a (sub)task and a worker of its choice), under the roles' time limit and
+    bounded by :func:`_bound` on the ``prompt`` its arguments make."""
+    return Tool.from_schema(
+        name,
+        description,
+        _schema(kit, task_help),
+        run,
+        timeout_s=kit.role_timeout_s,
+        cost_bound=lambda arguments: _bound(kit, arguments, prompt(arguments), generations, helper, calls),
+    )
+
+
 def _schema(kit: PoolKit, subtask_help: str) -> dict[str, Any]:
     return {
         "type": "object",
@@ -130,13 +154,13 @@ def _standard_reasoner(kit: PoolKit) -> Tool:
         messages = _reasoning_messages(_task(subtask))
         return await ask(backend, messages, max_tokens=kit.workers[label].max_tokens)
 
-    return Tool.from_schema(
+    return _role_tool(
+        kit,
         "standard_reasoner",
         "Answers a (sub)problem by step-by-step reasoning only, final answer in \\boxed{}.",
-        _schema(kit, "The problem to reason about; default: the original problem."),
+        "The problem to reason about; default: the original problem.",
         run,
-        timeout_s=kit.role_timeout_s,
-        cost_bound=lambda arguments: _bound(kit, arguments, REASONER_PROMPT + _prompt_task(arguments)),
+        lambda arguments: REASONER_PROMPT + _prompt_task(arguments),
     )
 
 
@@ -152,14 +176,14 @@ def _critical_reviewer(kit: PoolKit) -> Tool:
         messages = [Message(role="system", content=REVIEWER_PROMPT), Message(role="user", content=user)]
         return await ask(backend, messages, max_tokens=kit.workers[label].max_tokens)
 
-    return Tool.from_schema(
+    return _role_tool(
+        kit,
         "critical_reviewer",
         "Reviews the work so far: finds logical flaws, unverified assumptions, calculation errors and bad tool "
         "calls. Best with a different model than the one that did the work.",
-        _schema(kit, "What to scrutinise in particular; default: the whole history."),
+        "What to scrutinise in particular; default: the whole history.",
         run,
-        timeout_s=kit.role_timeout_s,
-        cost_bound=lambda arguments: _bound(kit, arguments, REVIEWER_PROMPT + _history() + _prompt_task(arguments) * 2),
+        lambda arguments: REVIEWER_PROMPT + _history() + _prompt_task(arguments) * 2,
     )
 
 
@@ -191,15 +215,15 @@ def _knowledge_searcher(kit: PoolKit) -> Tool:
             observation=evidence,
         )
 
-    return Tool.from_schema(
+    return _role_tool(
+        kit,
         "knowledge_searcher",
         "Writes search queries for a (sub)problem, runs them with the pool's search tool and returns the evidence.",
-        _schema(kit, "What to find out; default: the original problem."),
+        "What to find out; default: the original problem.",
         run,
-        timeout_s=kit.role_timeout_s,
-        cost_bound=lambda arguments: _bound(
-            kit, arguments, QUERY_PROMPT + _prompt_task(arguments), helper=kit.search_tool, calls=MAX_QUERIES
-        ),
+        lambda arguments: QUERY_PROMPT + _prompt_task(arguments),
+        helper=kit.search_tool,
+        calls=MAX_QUERIES,
     )
 
 
@@ -234,15 +258,15 @@ def _code_reasoner(kit: PoolKit) -> Tool:
         value = {"code": code, "output": result.value}
         return spent.output(value, backend.model, result.status, result.reason, observation=observation)
 
-    return Tool.from_schema(
+    return _role_tool(
+        kit,
         "code_reasoner",
         "Writes a complete Python script for a (sub)problem, runs it in the sandbox and returns code and output.",
-        _schema(kit, "What to compute; default: the original problem."),
+        "What to compute; default: the original problem.",
         run,
-        timeout_s=kit.role_timeout_s,
-        cost_bound=lambda arguments: _bound(
-            kit, arguments, CODE_PROMPT + _prompt_task(arguments), helper="python", calls=1
-        ),
+        lambda arguments: CODE_PROMPT + _prompt_task(arguments),
+        helper="python",
+        calls=1,
     )
 
 
@@ -275,15 +299,14 @@ def _ensemble_solver(kit: PoolKit) -> Tool:
         value = {"answer": answer, "votes": votes, "samples": kit.config.ensemble_samples}
         return spent.output(value, backend.model, observation=f"majority answer: {answer} (votes: {votes})")
 
-    return Tool.from_schema(
+    return _role_tool(
+        kit,
         "ensemble_solver",
         f"Samples {kit.config.ensemble_samples} independent solutions to the problem and returns the majority answer.",
-        _schema(kit, "The problem to solve; default: the original problem."),
+        "The problem to solve; default: the original problem.",
         run,
-        timeout_s=kit.role_timeout_s,
-        cost_bound=lambda arguments: _bound(
-            kit, arguments, REASONER_PROMPT + _prompt_task(arguments), generations=kit.config.ensemble_samples
-        ),
+        lambda arguments: REASONER_PROMPT + _prompt_task(arguments),
+        generations=kit.config.ensemble_samples,
     )
 
 

@@ -7,13 +7,12 @@ records that licence in its meta.json. Every paragraph becomes one passage whose
 The index built from it is the embedded pool's default ``local_search`` corpus.
 """
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from podium.retrieval.corpus import Passage, write_corpus
-from podium.retrieval.errors import CorpusError, IndexLoadError
+from podium.retrieval.errors import CorpusError, IndexLoadError, read_json_file
 from podium.retrieval.paths import default_index_dir, shared_data_dir
 
 if TYPE_CHECKING:  # these modules need the search extra, so they are imported where used
@@ -42,12 +41,12 @@ def default_hotpot_source() -> Path:
 
 def _records(source: Path | None) -> list[dict[str, Any]]:
     source = source or default_hotpot_source()
-    try:
-        records = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise CorpusError(f"HotpotQA file not found: {source} (set PODIUM_DATA_DIR to the shared data)") from error
-    except (OSError, json.JSONDecodeError) as error:
-        raise CorpusError(f"cannot read HotpotQA file {source}: {error}") from error
+    records = read_json_file(
+        source,
+        CorpusError,
+        missing=f"HotpotQA file not found: {source} (set PODIUM_DATA_DIR to the shared data)",
+        unreadable=f"cannot read HotpotQA file {source}",
+    )
     if not isinstance(records, list):
         raise CorpusError(f"{source}: expected a JSON list of questions")
     return records

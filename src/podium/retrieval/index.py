@@ -24,7 +24,7 @@ from podium.config import Config
 from podium.extras import require_extra
 from podium.retrieval.corpus import Chunk, chunk_corpus, read_corpus
 from podium.retrieval.embedding import DEFAULT_MODEL, Embedder
-from podium.retrieval.errors import IndexLoadError
+from podium.retrieval.errors import IndexLoadError, read_json_file
 
 if TYPE_CHECKING:
     import faiss
@@ -180,12 +180,8 @@ def file_sha256(path: Path) -> str:
 def read_meta(directory: str | Path) -> dict[str, Any]:
     """The meta.json of an index directory."""
     path = Path(directory) / META_FILE
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise IndexLoadError(f"no index at {directory}: {META_FILE} is missing") from error
-    except (OSError, json.JSONDecodeError) as error:
-        raise IndexLoadError(f"cannot read {path}: {error}") from error
+    missing = f"no index at {directory}: {META_FILE} is missing"
+    meta = read_json_file(path, IndexLoadError, missing=missing, unreadable=f"cannot read {path}")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise IndexLoadError(f"{path} is not a {FORMAT} index")
     return meta
