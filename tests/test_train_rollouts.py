@@ -13,6 +13,7 @@ pytest.importorskip("trl")
 from podium.backends.scripted import ScriptedBackend
 from podium.core.messages import Message
 from podium.costs.prices import ModelPrice, PriceCatalog, ToolPrice
+from podium.errors import ConfigError
 from podium.pool.config import BlindConfig, PoolConfig, WorkerConfig
 from podium.pool.pool import build_pool
 from podium.train.config import RolloutConfig, default_rollout_pool
@@ -91,3 +92,12 @@ def test_blind_labels_follow_the_instance_seed() -> None:
     assert labels[0] == labels[1]  # one group, one instance
     assert len({json.dumps(mapping, sort_keys=True) for mapping in labels}) > 1
     assert all(set(mapping.values()) <= {"Worker1", "Worker2", "Worker3"} for mapping in labels)
+
+
+def test_rollouts_are_checked_when_built_unless_each_episode_brings_its_orchestrator() -> None:
+    pool = build_pool(default_rollout_pool())
+    config = RolloutConfig(user={"worker": "nobody"})
+    with pytest.raises(ConfigError, match=r"user\.worker: 'nobody'"):
+        ExecutorRollouts(pool, ScriptedBackend(["<answer>1</answer>"], model="policy"), config)
+    per_episode = ExecutorRollouts(pool, None, config)  # verl: each rollout brings its own server session
+    assert per_episode.system.name == "rollouts"

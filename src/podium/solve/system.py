@@ -118,10 +118,14 @@ class System:
         source: str | None = None,
         orchestrator: ChatBackend | None = None,
         version_parts: Sequence[Any] = (),
+        orchestrator_per_episode: bool = False,
     ) -> "System":
         """The system ``config`` describes (over ``pool`` when it was built already, with ``orchestrator`` as its
         own when given: a fitted router, whose data ``version_parts`` add to the version), refused when it cannot
-        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
+        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``). With
+        ``orchestrator_per_episode`` the orchestrator arrives with each episode (verl binds each rollout to its own
+        server session): there is none to check yet (``podium train grpo`` checks a stand-in of the trained model
+        before it starts)."""
         chosen = config.pool_config()
         name = config.name or default_name(chosen, config)
         built = pool or build_pool(chosen)
@@ -131,8 +135,9 @@ class System:
         system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
                      orchestrator=orchestrator, version="unversioned")  # fmt: skip
         system.version = system.content_version(own, version_parts)
-        missing = worker_file_problems(own, "orchestrator") if own is not None else []
-        system.check(source or f"system '{name}'", missing)
+        if not orchestrator_per_episode:
+            missing = worker_file_problems(own, "orchestrator") if own is not None else []
+            system.check(source or f"system '{name}'", missing)
         return system
 
     def check(self, source: str, known: Sequence[Problem] = ()) -> None:

@@ -92,8 +92,13 @@ class ExecutorRollouts:
         config: RolloutConfig,
         price_sheets: Sequence[PriceCatalog] = (),
     ) -> None:
-        self.system = System(
-            config.name or "rollouts", pool, config.run_config(), user=config.user, instructions=config.instructions
+        # Checked at construction against the orchestrator given; under verl none is given: each episode brings one.
+        self.system = System.build(
+            config.model_copy(update={"name": config.name or "rollouts"}),
+            pool=pool,
+            source="rollout",
+            orchestrator=orchestrator,
+            orchestrator_per_episode=orchestrator is None,
         )
         self.orchestrator = orchestrator
         self.config = config
