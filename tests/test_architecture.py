@@ -1,5 +1,6 @@
 """The shape of the code (docs/architecture.md): layers import only downward, command modules do not import each
-other, and no file or function grows past the size a reader can hold."""
+other, no file or function grows past the size a reader can hold, and neither the benchmarks nor what they share
+with the tests (support/) import the test package."""
 
 import ast
 from pathlib import Path
@@ -30,3 +31,23 @@ def test_files_and_functions_stay_small() -> None:
                 if length >= MAX_FUNCTION_LINES:
                     oversized.append(f"{name}:{node.lineno} {node.name}: {length} lines")
     assert not oversized, "\n".join(oversized)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports by name (relative imports left out)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return names | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+
+def test_benchmarks_and_support_do_not_import_the_tests() -> None:
+    root = SOURCE.parents[1]
+    files = sorted([*(root / "benchmarks").glob("*.py"), *(root / "support").glob("*.py")])
+    assert len(files) > 10
+    leaning = [
+        f"{path.relative_to(root)}: {name}"
+        for path in files
+        for name in sorted(imported_modules(path))
+        if name == "tests" or name.startswith("tests.")
+    ]
+    assert not leaning, "\n".join(leaning)
