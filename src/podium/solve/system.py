@@ -119,10 +119,11 @@ class System:
         orchestrator: ChatBackend | None = None,
         version_parts: Sequence[Any] = (),
     ) -> "System":
-        """The system ``config`` describes (over ``pool`` when it was built already, with ``orchestrator`` as its
-        own when given: a fitted router, whose data ``version_parts`` add to the version), refused when it cannot
-        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
-        chosen = config.pool_config()
+        """The system ``config`` describes (over ``pool`` when it was built already from ``config``'s pool, which
+        is then not resolved again; with ``orchestrator`` as its own when given: a fitted router, whose data
+        ``version_parts`` add to the version), refused when it cannot produce an action
+        (:func:`~podium.runtime.checks.require_runnable`, naming ``source``)."""
+        chosen = config.pool_config() if pool is None else pool.config
         name = config.name or default_name(chosen, config)
         built = pool or build_pool(chosen)
         own = config.own_orchestrator()
