@@ -75,6 +75,13 @@ class ReplayBackendSpec(Config):
 
 AnySpec = HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec | ReplayBackendSpec
 """Every backend spec type."""
+BACKEND_SPECS: dict[str, type[AnySpec]] = {
+    "http": HttpBackendSpec,
+    "local": LocalBackendSpec,
+    "scripted": ScriptedBackendSpec,
+    "replay": ReplayBackendSpec,
+}
+"""Each backend spec type by its ``kind``."""
 BackendSpec = Annotated[AnySpec, Field(discriminator="kind")]
 """Any backend, selected by its ``kind``."""
 

@@ -128,7 +128,7 @@ class System:
         built = pool or build_pool(chosen)
         own = config.own_orchestrator()
         if orchestrator is None and own is not None:
-            orchestrator = build_backend(own.spec(), pool_catalog(chosen))
+            orchestrator = build_backend(own.backend, pool_catalog(chosen))
         system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
                      orchestrator=orchestrator, version="unversioned")  # fmt: skip
         system.version = system.content_version(own, version_parts)
