@@ -73,6 +73,9 @@ def test_a_worker_entry_is_its_own_fields_beside_its_backend_spec_and_dumps_as_w
     path.write_text("workers:\n  - name: a\n    backend: local\n    model: m\n    base_url: x\n")
     with pytest.raises(ConfigError, match=r"pool.yaml:5: workers\.0\.base_url: Extra inputs are not permitted"):
         load_pool_config(path)
+    path.write_text("workers:\n  - {name: a, backend: http, model: m, base_url: ''}\n")
+    with pytest.raises(ConfigError, match=r"workers\.0\.base_url: String should have at least 1 character"):
+        load_pool_config(path)
     path.write_text("workers:\n  - name: a\n    backend: grpc\n")
     with pytest.raises(ConfigError, match=r"pool.yaml:3: workers\.0\.backend: Input should be 'http', 'local'"):
         load_pool_config(path)

@@ -61,7 +61,7 @@ class ReplayBackendSpec(Config):
     """Selects this backend type."""
     model: str
     """The model's column in the recording, and its name for pricing."""
-    path: str
+    path: str = Field(min_length=1)
     """The recording: a CSV with ``prompt``, ``MODEL`` (True/False) and ``MODEL_response`` columns, or a Podium
     recording's directory (``podium routing record``)."""
     worker: str | None = None
