@@ -181,3 +181,20 @@ def test_a_resumed_collection_reruns_only_what_the_cap_or_a_torn_line_left(tmp_p
     assert funnel.outputs["sft.jsonl"] == 1  # only q2's answer, 4, is right
     with pytest.raises(DataError, match="samples: was 1, now 2"):
         asyncio.run(collect(full.model_copy(update={"samples": 2}), progress=False))
+
+
+def test_a_collection_reads_its_teacher_pool_file_once(tmp_path, tasks, monkeypatch):
+    import yaml
+
+    import podium.pool.pool
+
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump({"workers": [scripted_worker("teacher", ["<answer>408</answer>"])], "tools": []}))
+    loads = []
+    load = podium.pool.pool.load_pool_config
+    monkeypatch.setattr(podium.pool.pool, "load_pool_config", lambda source: loads.append(source) or load(source))
+    config = CollectConfig(
+        tasks=str(tasks), out=str(tmp_path / "out"), teacher={"pool": str(path), "orchestrator": "teacher"}, limit=1
+    )
+    asyncio.run(collect(config))
+    assert loads == [str(path)]

@@ -50,6 +50,37 @@ def test_pool_config_errors_name_the_field(tmp_path):
         load_pool_config(path)
 
 
+def test_a_worker_entry_is_its_own_fields_beside_its_backend_spec_and_dumps_as_written(tmp_path):
+    from podium.backends.factory import HttpBackendSpec, LocalBackendSpec, ReplayBackendSpec
+
+    path = tmp_path / "pool.yaml"
+    path.write_text(
+        "workers:\n"
+        "  - {name: a, backend: http, model: m, base_url: 'http://127.0.0.1:9/v1', deadline_s: 30}\n"
+        "  - {name: b, backend: local, model: m, dtype: float32, max_retries: 0}\n"
+        "  - {name: c, backend: replay, model: m, path: rec.csv}\n"
+    )
+    served, local, replayed = load_pool_config(path).workers
+    # every field of a backend's spec is a field of the worker entry, defined once, in the spec
+    assert served.backend == HttpBackendSpec(model="m", base_url="http://127.0.0.1:9/v1", deadline_s=30,
+                                             timeout_s=120, max_retries=3)  # fmt: skip
+    assert local.backend == LocalBackendSpec(model="m", dtype="float32") and local.call_timeout_s == 120
+    assert replayed.backend == ReplayBackendSpec(model="m", path="rec.csv", worker="c")
+    for worker in (served, local, replayed):
+        entry = worker.model_dump(mode="json")
+        assert entry["backend"] == worker.backend.kind and entry["model"] == "m"
+        assert WorkerConfig.model_validate(entry) == worker
+    path.write_text("workers:\n  - name: a\n    backend: local\n    model: m\n    base_url: x\n")
+    with pytest.raises(ConfigError, match=r"pool.yaml:5: workers\.0\.base_url: Extra inputs are not permitted"):
+        load_pool_config(path)
+    path.write_text("workers:\n  - {name: a, backend: http, model: m, base_url: ''}\n")
+    with pytest.raises(ConfigError, match=r"workers\.0\.base_url: String should have at least 1 character"):
+        load_pool_config(path)
+    path.write_text("workers:\n  - name: a\n    backend: grpc\n")
+    with pytest.raises(ConfigError, match=r"pool.yaml:3: workers\.0\.backend: Input should be 'http', 'local'"):
+        load_pool_config(path)
+
+
 def test_unknown_served_model_price_is_an_error_not_free():
     served = WorkerConfig(name="a", backend="http", model="no-such-model-priced", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ConfigError, match="no-such-model-priced"):

@@ -138,3 +138,19 @@ def test_an_orchestrator_turn_records_its_price():
     assert generation.usage.price == "$2/$3 per 1M in/out tokens (catalog)"
     total = generation.usage + generation.usage.model_copy(update={"price": "$9/$9 per 1M in/out tokens (x)"})
     assert total.price == "$2/$3 per 1M in/out tokens (catalog); $9/$9 per 1M in/out tokens (x)"
+
+
+def test_a_generation_a_tool_output_and_a_call_share_one_definition_of_their_usage_fields():
+    from dataclasses import fields
+
+    from podium.backends.base import Generation
+    from podium.core.calls import CallUsage, TokenUsage
+    from podium.pool.tool import ToolOutput
+
+    shared = TokenUsage.model_fields
+    for record in (Generation, CallUsage):
+        assert {name: record.model_fields[name].description for name in shared} == {
+            name: field.description for name, field in shared.items()
+        }
+    assert {field.name: field.type for field in fields(ToolOutput)}["usage"] is TokenUsage
+    assert not {field.name for field in fields(ToolOutput)} & set(shared)

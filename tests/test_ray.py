@@ -32,7 +32,8 @@ PRICE = {"input_per_mtok": 100.0, "output_per_mtok": 100.0}
 def system(replies: list[str] | None = None, **worker: object) -> dict:
     """An orchestrator config over one scripted worker that answers at once (what every replica builds)."""
     spec = {"name": "o", "backend": "scripted", "model": "o-model", "price": PRICE, **worker}
-    spec.setdefault("replies", replies or ["<answer>\\boxed{18}</answer>"])
+    if spec["backend"] == "scripted":
+        spec.setdefault("replies", replies or ["<answer>\\boxed{18}</answer>"])
     return {"kind": "orchestrator", "name": "scripted", "max_turns": 1, "pool": {"workers": [spec], "tools": []}}
 
 
@@ -87,7 +88,7 @@ def test_ray_replicas_draw_each_attempts_blind_labels_as_the_local_path_does(clu
 
 
 def test_a_failing_remote_system_is_an_error_record_and_a_broken_config_stops_early(cluster, tmp_path) -> None:
-    down = system(backend="http", base_url="http://127.0.0.1:9/v1", max_retries=0, replies=[])
+    down = system(backend="http", base_url="http://127.0.0.1:9/v1", max_retries=0)
     summary = evaluate(down, tmp_path / "down", "auto", limit=2)
     assert summary.errors == 2
     [record, _] = read_results(tmp_path / "down" / "results.jsonl")[0]

@@ -68,7 +68,7 @@ def test_a_recording_round_trips_and_its_workers_replay_as_recorded(tmp_path) ->
     recording = Recording.load(small_recording(tmp_path / "rec"))
     assert recording.worker_names == ["w", "s"] and len(recording.tasks) == 40 and recording.missing() == []
     assert recording.outcomes["t0", "s"].status == "failed"
-    spec = WorkerConfig(name="w", backend="replay", model="model-w", path=str(tmp_path / "rec")).spec()
+    spec = WorkerConfig(name="w", backend="replay", model="model-w", path=str(tmp_path / "rec")).backend
     replay = build_backend(spec)
     generation = asyncio.run(
         replay.generate([Message(role="user", content="Question number 2? Options are: A. yes B. no")])
@@ -77,13 +77,13 @@ def test_a_recording_round_trips_and_its_workers_replay_as_recorded(tmp_path) ->
     assert generation.latency_s == 0.5  # the real call's, recorded
     # another name replays the recorded worker of its model (a copy of s at another price, say)
     copy = build_backend(WorkerConfig(name="s_copy", backend="replay", model="model-s", path=str(tmp_path / "rec"),
-                                      price={"input_per_mtok": 5, "output_per_mtok": 5}).spec())  # fmt: skip
+                                      price={"input_per_mtok": 5, "output_per_mtok": 5}).backend)  # fmt: skip
     question = [Message(role="user", content="Question number 0? Options are: A. yes B. no")]
     with pytest.raises(BackendError, match="the recorded call failed: HTTP 503"):
         asyncio.run(copy.generate(question))
     with pytest.raises(ConfigError, match="no recorded worker named 'x', and 0 ran model 'model-x'"):
         build_backend(WorkerConfig(name="x", backend="replay", model="model-x", path=str(tmp_path / "rec"),
-                                   price={"input_per_mtok": 1, "output_per_mtok": 1}).spec())  # fmt: skip
+                                   price={"input_per_mtok": 1, "output_per_mtok": 1}).backend)  # fmt: skip
 
 
 def test_a_system_replays_the_recorded_workers_of_its_pool(tmp_path) -> None:
@@ -99,8 +99,8 @@ def test_a_system_replays_the_recorded_workers_of_its_pool(tmp_path) -> None:
         workers=[live, WorkerConfig(name="other", backend="scripted", model="other", replies=["hi"])], tools=[]
     )
     replayed = SystemConfig(pool=pool, replay=str(tmp_path / "rec")).pool_config()
-    assert [(w.name, w.backend) for w in replayed.workers] == [("w", "replay"), ("other", "scripted")]
-    assert replayed.workers[0].path == str(tmp_path / "rec")
+    assert [(w.name, w.backend.kind) for w in replayed.workers] == [("w", "replay"), ("other", "scripted")]
+    assert replayed.workers[0].backend.path == str(tmp_path / "rec")
     with pytest.raises(ConfigError, match="holds none of the pool's workers"):
         SystemConfig(
             pool=pool.model_copy(update={"workers": pool.workers[1:]}), replay=str(tmp_path / "rec")

@@ -125,7 +125,7 @@ def test_a_price_sheet_per_instance_reprices_replay_workers(tmp_path: Path) -> N
     assert before.usd == pytest.approx((tokens_in * 1.0 + tokens_out * 2.0) / 1e6)
     assert after.usd == pytest.approx((tokens_in * 4.0 + tokens_out * 8.0) / 1e6)
     by_catalog = pool_config(tmp_path / "r.csv")
-    by_catalog.workers[0].price = None
+    by_catalog.workers[0].backend.price = None
     catalog_pool = build_pool(by_catalog, PriceCatalog(models={"big": ModelPrice(input_per_mtok=1, output_per_mtok=2)}))
     moved = asyncio.run(catalog_pool.repriced(sheet).registry.call(call)).usage
     assert moved.usd == pytest.approx((tokens_in * 4.0 + tokens_out * 8.0) / 1e6)

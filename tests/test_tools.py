@@ -4,7 +4,7 @@ from typing import Literal
 import pytest
 
 from podium.core import Status, ToolCall
-from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, ToolResult, truncate
+from podium.core.calls import MAX_STORED_REASON_CHARS, MAX_STORED_VALUE_CHARS, TokenUsage, ToolResult, truncate
 from podium.core.trajectory import to_json_line
 from podium.costs import PriceCatalog, ToolPrice
 from podium.errors import ToolDefinitionError
@@ -249,7 +249,8 @@ def test_accounting_uses_the_catalog_and_what_the_tool_reports():
         Args:
             question: what to ask.
         """
-        return ToolOutput("an answer", input_tokens=120, output_tokens=30, usd=0.002, worker="some-model")
+        usage = TokenUsage(input_tokens=120, output_tokens=30, usd=0.002)
+        return ToolOutput("an answer", worker="some-model", usage=usage)
 
     prices = PriceCatalog(tools={"model_tool": ToolPrice(per_call_usd=0.01, per_second_usd=1.0, cost_units=1)})
     result = run(

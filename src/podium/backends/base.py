@@ -23,9 +23,8 @@ from typing import Any
 
 from pydantic import NonNegativeFloat, NonNegativeInt
 
-from podium.core.calls import CallUsage, Status
+from podium.core.calls import CallUsage, Status, TokenUsage
 from podium.core.messages import Message
-from podium.core.record import Record
 from podium.costs.bounds import CostBound, completion_chars_bound, generation_bound, prompt_token_bound
 from podium.costs.prices import ModelPrice
 from podium.errors import PodiumError
@@ -36,27 +35,19 @@ FREE = ModelPrice(input_per_mtok=0.0, output_per_mtok=0.0)
 """The price of a backend that was given none."""
 
 
-class Generation(Record):
-    """A model's reply and its accounting."""
+class Generation(TokenUsage):
+    """A model's reply and its accounting (its tokens, what they cost and the price they were charged at)."""
 
     text: str
     """The completion."""
     model: str
     """The model that produced it (as the backend names it)."""
-    input_tokens: NonNegativeInt = 0
-    """Prompt tokens."""
-    output_tokens: NonNegativeInt = 0
-    """Completion tokens."""
-    usd: NonNegativeFloat = 0.0
-    """Price of this generation."""
     latency_s: NonNegativeFloat = 0.0
     """Wall-clock seconds of the request, retries included."""
     finish_reason: str | None = None
     """Why generation stopped (``stop``, ``length``…), when the backend says."""
     clipped: str | None = None
     """Set when the backend reported more tokens than the request allowed: what it said and what was charged."""
-    price: str | None = None
-    """The token price it was charged at and where that price came from."""
     choice_probs: dict[str, float] | None = None
     """For a reply constrained to a finite set of choices, by a backend that can tell: each choice's probability
     under the model (temperature 1)."""
@@ -67,14 +58,7 @@ class Generation(Record):
     @property
     def usage(self) -> CallUsage:
         """The generation's accounting as a call's."""
-        return CallUsage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            usd=self.usd,
-            latency_s=self.latency_s,
-            clipped=self.clipped is not None,
-            price=self.price,
-        )
+        return CallUsage(**self.token_usage().model_dump(), latency_s=self.latency_s, clipped=self.clipped is not None)
 
 
 class BackendError(PodiumError):

@@ -61,7 +61,7 @@ class ReplayBackendSpec(Config):
     """Selects this backend type."""
     model: str
     """The model's column in the recording, and its name for pricing."""
-    path: str
+    path: str = Field(min_length=1)
     """The recording: a CSV with ``prompt``, ``MODEL`` (True/False) and ``MODEL_response`` columns, or a Podium
     recording's directory (``podium routing record``)."""
     worker: str | None = None
@@ -75,6 +75,13 @@ class ReplayBackendSpec(Config):
 
 AnySpec = HttpBackendSpec | LocalBackendSpec | ScriptedBackendSpec | ReplayBackendSpec
 """Every backend spec type."""
+BACKEND_SPECS: dict[str, type[AnySpec]] = {
+    "http": HttpBackendSpec,
+    "local": LocalBackendSpec,
+    "scripted": ScriptedBackendSpec,
+    "replay": ReplayBackendSpec,
+}
+"""Each backend spec type by its ``kind``."""
 BackendSpec = Annotated[AnySpec, Field(discriminator="kind")]
 """Any backend, selected by its ``kind``."""
 

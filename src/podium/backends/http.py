@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from typing import Any, Literal
 
 import httpx
-from pydantic import NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend, Completion, GenerationRequest
 from podium.concurrency import LoopSemaphore
@@ -55,7 +55,7 @@ class HttpBackendConfig(Config):
 
     model: str
     """Model name sent in requests (and used for pricing unless ``price_model`` is set)."""
-    base_url: str
+    base_url: str = Field(min_length=1)
     """Endpoint root, e.g. ``http://127.0.0.1:8000/v1`` or ``https://api.together.xyz/v1``."""
     api_key_env: str | None = None
     """Environment variable holding the API key; ``None`` for servers that need none."""

@@ -180,7 +180,7 @@ def _run(findings: Findings, data: Any) -> None:
     chosen = config.pool_config()
     pool = build_pool(chosen)
     own = config.own_orchestrator()
-    orchestrator = None if own is None else build_backend(own.spec(), pool_catalog(chosen))
+    orchestrator = None if own is None else build_backend(own.backend, pool_catalog(chosen))
     problems = run_problems(pool, config.run_config(), orchestrator)
     if problems:
         raise NotRunnable(str(findings.path), problems)

@@ -78,7 +78,7 @@ def pool_tools(
                     worker.description or worker.model,
                     text,
                     low + high > 0,
-                    worker.backend == "http",
+                    worker.backend.kind == "http",
                 )
             )
     role_worker = workers[config.role_worker or config.workers[0].name]
@@ -87,7 +87,7 @@ def pool_tools(
         cost = prices.tool_price(role).cost_units
         text = f"{cost:g} cost units; runs {role_worker.name} at ${low:g}/${high:g} per 1M tokens"
         tools.append(
-            PoolTool(role, "role", role.replace("_", " "), text, low + high > 0, role_worker.backend == "http")
+            PoolTool(role, "role", role.replace("_", " "), text, low + high > 0, role_worker.backend.kind == "http")
         )
     return tools
 

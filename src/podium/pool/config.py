@@ -4,12 +4,21 @@ work on (attachments, API endpoints, schemas) and the file of model descriptions
 from pathlib import Path
 from typing import Any, Literal, Self, get_args
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    Field,
+    ModelWrapValidatorHandler,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from podium.backends.factory import AnySpec, HttpBackendSpec, LocalBackendSpec, ReplayBackendSpec, ScriptedBackendSpec
-from podium.backends.replay import LatencyModel
+from podium.backends.factory import BACKEND_SPECS, AnySpec, BackendSpec, ReplayBackendSpec
 from podium.config import Config
-from podium.costs.prices import ModelPrice
 from podium.errors import ConfigError
 from podium.pool.builtin.mcp import McpServerConfig
 from podium.pool.builtin.search import LocalSearchConfig, WebSearchConfig
@@ -43,34 +52,16 @@ PRIMITIVES: tuple[str, ...] = get_args(Primitive)
 
 
 class WorkerConfig(Config):
-    """A model in the pool."""
+    """A model in the pool: its own settings, and its backend written beside them (``backend: http`` with the
+    fields of :class:`~podium.backends.factory.HttpBackendSpec`, ``base_url`` and the others, in the same entry)."""
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
     """The worker's name in the pool (its tool name, unless blind labels hide it)."""
-    backend: Literal["http", "local", "scripted", "replay"]
-    """How to reach it: an OpenAI-compatible endpoint, a model loaded in-process, scripted replies, or a
-    model's recorded answers replayed (``podium.backends.replay``)."""
-    model: str
-    """The model's name at the backend, and for pricing."""
-    base_url: str | None = None
-    """For ``http``: the endpoint root, e.g. ``http://127.0.0.1:8000/v1``."""
-    api_key_env: str | None = None
-    """For ``http``: environment variable holding the API key."""
-    path: str | None = None
-    """For ``local``: checkpoint directory or hub id; empty means the embedded SmolLM2-135M-Instruct. For
-    ``replay``: the recording (CSV with ``prompt``, ``MODEL`` and ``MODEL_response`` columns, or the directory of a
-    Podium recording, whose worker of this name is replayed, else its worker of this ``model``)."""
-    adapter: str | None = None
-    """For ``local``: a LoRA adapter directory merged into the model (relative to the pool file)."""
-    latency: LatencyModel = Field(default_factory=LatencyModel)
-    """For ``replay``: the modelled latency of one call."""
-    replies: list[str] = Field(default_factory=list)
-    """For ``scripted``: the replies, in order (the last repeats)."""
-    price: ModelPrice | None = None
-    """Token prices; when absent they come from the run's price catalog by ``model`` (and ``provider``). An
-    ``http`` model found in no catalog is an error; ``local`` and ``scripted`` ones are then free."""
-    provider: str | None = None
-    """genai-prices provider id for the price lookup (e.g. ``together``)."""
+    backend: BackendSpec
+    """How to reach it, with that backend's fields beside ``backend``: ``http`` (an OpenAI-compatible endpoint:
+    ``HttpBackendSpec``), ``local`` (a model loaded in-process: ``LocalBackendSpec``), ``scripted`` (scripted replies:
+    ``ScriptedBackendSpec``) or ``replay`` (a model's recorded answers replayed: ``ReplayBackendSpec``, whose
+    ``worker`` is by default this worker's name)."""
     description: str = ""
     """What the model is good at, shown to the orchestrator; a description for this worker in the pool's
     ``descriptions`` file (written by ``podium describe-model``) takes its place."""
@@ -80,14 +71,14 @@ class WorkerConfig(Config):
     max_tokens: PositiveInt = 1024
     """Completion budget of one call to this worker."""
     timeout_s: PositiveFloat = 120.0
-    """Time limit of one call (for ``http``: of one attempt)."""
+    """Time limit of one call (for ``http``: of one attempt, the backend's ``timeout_s``)."""
     max_retries: NonNegativeInt = 3
-    """For ``http``: retries on connection errors, 429 and 5xx."""
-    max_concurrent: PositiveInt = 8
-    """For ``http``: most requests in flight."""
-    structured_outputs: Literal["none", "vllm"] = "none"
-    """For ``http``: ``vllm`` when the server is vLLM ≥ 0.12, so an orchestrator served there generates its
-    actions under the policy's grammar."""
+    """For ``http``: the backend's ``max_retries`` (a call's time limit counts every attempt)."""
+
+    @property
+    def model(self) -> str:
+        """The model's name at its backend, and for pricing."""
+        return self.backend.model
 
     @property
     def call_timeout_s(self) -> float:
@@ -95,37 +86,59 @@ class WorkerConfig(Config):
         times) at ``timeout_s``."""
         return self.timeout_s * (self.max_retries + 1)
 
-    def spec(self) -> AnySpec:
-        """The backend spec this worker describes, for the backend factory."""
-        if self.backend == "http":
-            return HttpBackendSpec(
-                model=self.model,
-                base_url=self.base_url or "",
-                api_key_env=self.api_key_env,
-                timeout_s=self.timeout_s,
-                max_retries=self.max_retries,
-                max_concurrent=self.max_concurrent,
-                structured_outputs=self.structured_outputs,
-                price=self.price,
-                provider=self.provider,
-            )
-        if self.backend == "replay":
-            return ReplayBackendSpec(
-                model=self.model, path=self.path or "", worker=self.name, latency=self.latency, price=self.price
-            )
-        if self.backend == "local":
-            return LocalBackendSpec(model=self.model, path=self.path, adapter=self.adapter, price=self.price)
-        return ScriptedBackendSpec(model=self.model, replies=self.replies, repeat_last=True, price=self.price)
+    @model_validator(mode="wrap")
+    @classmethod
+    def _backend_beside(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """A worker entry as written (``backend: KIND`` and that backend's fields beside the worker's own) with its
+        backend fields validated by the spec of that kind: errors name the field where the entry writes it. A
+        worker names its ``model``."""
+        if not isinstance(data, dict) or not isinstance(data.get("backend"), str):
+            return handler(data)
+        own = {key: value for key, value in data.items() if key in cls.model_fields}
+        fields = {key: value for key, value in data.items() if key not in cls.model_fields}
+        if data["backend"] == "http":  # its attempts run under the worker's time limit and retries
+            fields |= {key: own.get(key, cls.model_fields[key].default) for key in HTTP_CALL_LIMITS}
+        if data["backend"] == "replay":
+            fields.setdefault("worker", own.get("name"))
+        return handler({**own, "backend": _backend_spec(data["backend"], fields)})
 
-    @model_validator(mode="after")
-    def _backend_fields(self) -> Self:
-        if self.backend == "http" and not self.base_url:
-            raise ValueError(f"worker '{self.name}': backend 'http' needs base_url")
-        if self.backend == "replay" and not self.path:
-            raise ValueError(f"worker '{self.name}': backend 'replay' needs path (the recording)")
-        if self.backend == "scripted" and not self.replies:
-            raise ValueError(f"worker '{self.name}': backend 'scripted' needs replies")
-        return self
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The entry as written: the backend's fields beside the worker's own."""
+        data = handler(self)
+        backend = dict(data.pop("backend", None) or {})
+        kind = backend.pop("kind", self.backend.kind)
+        if kind == "http":
+            backend = {key: value for key, value in backend.items() if key not in HTTP_CALL_LIMITS}
+        return {"name": data.pop("name", self.name), "backend": kind, **backend, **data}
+
+
+HTTP_CALL_LIMITS = ("timeout_s", "max_retries")
+"""The worker's fields an ``http`` backend runs its attempts under."""
+
+
+def _backend_spec(kind: str, fields: dict[str, Any]) -> AnySpec:
+    """The backend spec of ``kind`` with a worker entry's backend ``fields``; its problems are raised as the
+    worker's own, at the fields the entry writes (a worker names its ``model``, which some specs default)."""
+    if kind not in BACKEND_SPECS:
+        *others, last = (f"'{name}'" for name in BACKEND_SPECS)
+        expected = f"{', '.join(others)} or {last}"
+        problem = InitErrorDetails(type="literal_error", loc=("backend",), input=kind, ctx={"expected": expected})
+        raise ValidationError.from_exception_data("WorkerConfig", [problem])
+    problems = []
+    try:
+        spec = BACKEND_SPECS[kind].model_validate({"kind": kind, **fields})
+    except ValidationError as error:
+        problems = [
+            InitErrorDetails(type=PydanticCustomError(problem["type"], "{message}", {"message": problem["msg"]}),
+                             loc=problem["loc"], input=problem["input"])
+            for problem in error.errors()
+        ]  # fmt: skip
+    if "model" not in fields and not any(problem["loc"] == ("model",) for problem in problems):
+        problems.append(InitErrorDetails(type="missing", loc=("model",), input=fields))
+    if problems:
+        raise ValidationError.from_exception_data("WorkerConfig", problems)
+    return spec
 
 
 class BlindConfig(Config):
@@ -198,7 +211,13 @@ class PoolConfig(Config):
                 f"pool {[worker.name for worker in self.workers]})"
             )
         workers = [
-            worker.model_copy(update={"backend": "replay", "path": str(recording)})
+            worker.model_copy(
+                update={
+                    "backend": ReplayBackendSpec(
+                        model=worker.model, path=str(recording), worker=worker.name, price=worker.backend.price
+                    )
+                }
+            )
             if worker.name in recorded
             else worker
             for worker in self.workers

@@ -40,6 +40,9 @@ from podium.pool.config import PoolConfig, WorkerConfig
 
 IDENTITY_FIELDS = {"backend", "model", "base_url", "path", "replies", "max_tokens"}
 """The worker fields a description depends on: which model answers, and how long it may answer."""
+ABSENT_IDENTITY = {"base_url": None, "path": None, "replies": []}
+"""The value an identity field has in the fingerprint of a worker whose backend has no such field (the value every
+worker config held before backends had their own fields, so descriptions written then stay fresh)."""
 DescriptionState = Literal["fresh", "stale", "missing"]
 
 
@@ -129,7 +132,8 @@ class DescriptionsFile(Config):
 def worker_fingerprint(worker: WorkerConfig) -> str:
     """SHA-256 of the worker's identity fields (:data:`IDENTITY_FIELDS`), so a description is known stale once the
     worker it describes changes."""
-    identity = worker.model_dump(mode="json", include=IDENTITY_FIELDS)
+    entry = worker.model_dump(mode="json")
+    identity = {field: entry.get(field, ABSENT_IDENTITY.get(field)) for field in IDENTITY_FIELDS}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from podium.backends.base import ChatBackend
-from podium.core.calls import Status, ToolCall, ToolResult
+from podium.core.calls import Status, TokenUsage, ToolCall, ToolResult
 from podium.costs.prices import PriceCatalog, ToolPrice
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.context import current_episode
@@ -83,7 +83,7 @@ class Spent:
         """The token prices charged, in order (the keys)."""
 
     def add(self, output: ToolOutput | ToolResult) -> None:
-        usage = output.usage if isinstance(output, ToolResult) else output
+        usage = output.usage
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.usd += usage.usd
@@ -93,7 +93,6 @@ class Spent:
     def output(
         self, value: Any, worker: str, status: Status = Status.OK, reason: str | None = None, **kw: Any
     ) -> ToolOutput:
-        price = "; ".join(self.prices) or None
-        return ToolOutput(
-            value, status, reason, self.input_tokens, self.output_tokens, self.usd, worker, price=price, **kw
-        )
+        usage = TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens, usd=self.usd,
+                           price="; ".join(self.prices) or None)  # fmt: skip
+        return ToolOutput(value, status, reason, worker, usage=usage, **kw)

@@ -98,7 +98,7 @@ class Pool:
         training instance)."""
         catalog = self.prices.merged(sheet)
         backends = {
-            worker.name: self.backends[worker.name].repriced(backend_price(worker.spec(), catalog, sheet))
+            worker.name: self.backends[worker.name].repriced(backend_price(worker.backend, catalog, sheet))
             for worker in self.config.workers
         }
         return Pool(self.config, catalog, self.sandbox, backends, self.labels, self.mcp)
@@ -248,7 +248,7 @@ def build_pool(config: PoolConfig, prices: PriceCatalog | None = None) -> Pool:
     descriptions file where fresh; attachments bound read-only into its sandbox)."""
     config = with_descriptions(_with_attachments(config))
     catalog = pool_catalog(config, prices)
-    backends = {worker.name: build_backend(worker.spec(), catalog, prices) for worker in config.workers}
+    backends = {worker.name: build_backend(worker.backend, catalog, prices) for worker in config.workers}
     labels = (
         blind_labels(config, config.blind.seed)
         if config.blind.enabled
@@ -267,7 +267,7 @@ def pool_catalog(config: PoolConfig, prices: PriceCatalog | None = None) -> Pric
 def worker_prices(config: PoolConfig, prices: PriceCatalog | None = None) -> dict[str, ModelPrice]:
     """Worker name → the price :func:`build_pool` gives its backend under ``prices``, without building one."""
     catalog = pool_catalog(config, prices)
-    return {worker.name: backend_price(worker.spec(), catalog, prices) for worker in config.workers}
+    return {worker.name: backend_price(worker.backend, catalog, prices) for worker in config.workers}
 
 
 def _with_attachments(config: PoolConfig) -> PoolConfig:

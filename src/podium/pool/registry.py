@@ -108,8 +108,8 @@ class ToolRegistry:
             output = ToolOutput(output)
         if nesting_depth(output.value) > MAX_DEPTH:  # nothing reads such a value back: refuse it, say why
             reason = f"the tool returned a value nested more than {MAX_DEPTH} levels deep; it was not kept"
-            spent = {"input_tokens": output.input_tokens, "output_tokens": output.output_tokens, "usd": output.usd}
-            output = ToolOutput(None, Status.EXEC_ERR, reason, worker=output.worker, **spent)
+            spent = output.usage.model_copy(update={"price": None})
+            output = ToolOutput(None, Status.EXEC_ERR, reason, worker=output.worker, usage=spent)
         return self._finished(call, item, output, started)
 
     def _refused(self, call: ToolCall, reason: str) -> ToolResult:
@@ -128,14 +128,12 @@ class ToolRegistry:
             truncated=truncated,
             worker=output.worker,
             usage=CallUsage(
-                input_tokens=output.input_tokens,
-                output_tokens=output.output_tokens,
+                **output.usage.model_dump(exclude={"usd"}),
                 # A per-call price is a charge for a served request; compute time is paid whatever the outcome,
                 # up to the time limit (a call is stopped there; scheduling jitter past it is not billed).
-                usd=output.usd + price.cost(min(latency, item.timeout_s), served=output.status is Status.OK),
+                usd=output.usage.usd + price.cost(min(latency, item.timeout_s), served=output.status is Status.OK),
                 latency_s=latency,
                 cost_units=price.cost_units,
-                price=output.price,
             ),
         )
 

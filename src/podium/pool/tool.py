@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, create_model
 
-from podium.core.calls import Status, ToolSpec
+from podium.core.calls import Status, TokenUsage, ToolSpec
 from podium.costs.bounds import CostBound
 from podium.errors import ToolDefinitionError
 
@@ -35,18 +35,13 @@ class ToolOutput:
     """The tool's own verdict (e.g. a program that ran and exited with an error is EXEC_ERR)."""
     reason: str | None = None
     """Why the status is not OK."""
-    input_tokens: int = 0
-    """Prompt tokens of a model behind the tool."""
-    output_tokens: int = 0
-    """Completion tokens of a model behind the tool."""
-    usd: float = 0.0
-    """USD already spent inside the tool (e.g. a worker's token cost), on top of the tool's own price."""
     worker: str | None = None
     """The model that served the call, if any."""
     observation: str | None = None
     """Text for the orchestrator, when it should differ from the default rendering of ``value``."""
-    price: str | None = None
-    """The token price the model behind the tool charged, and where it came from."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """The tokens of the models behind the tool and the USD already spent inside it (e.g. a worker's token cost),
+    on top of the tool's own price."""
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]

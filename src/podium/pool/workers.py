@@ -17,11 +17,8 @@ async def ask(backend: ChatBackend, messages: list[Message], *, max_tokens: int,
     return ToolOutput(
         generation.text,
         reason=None if cut is None else f"the reply ({cut} characters) was cut to what max_tokens={max_tokens} allows",
-        input_tokens=generation.input_tokens,
-        output_tokens=generation.output_tokens,
-        usd=generation.usd,
         worker=generation.model,
-        price=generation.price,
+        usage=generation.token_usage(),
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from podium.backends.base import ChatBackend
+from podium.backends.factory import LocalBackendSpec
 from podium.backends.grammar import BudgetTooSmall, Limits
 from podium.errors import ConfigError, MissingExtraError
 from podium.policies import Policy, PoolView
@@ -79,13 +80,14 @@ def pool_problems(config: PoolConfig, reached: Collection[str] | None = None) ->
 
 def worker_file_problems(worker: WorkerConfig, field: str, scope: Scope = "run") -> list[Problem]:
     """Files a local worker loads that are not there (its checkpoint or LoRA adapter), under ``field``."""
-    if worker.backend != "local":
+    backend = worker.backend
+    if not isinstance(backend, LocalBackendSpec):
         return []
     problems = []
-    if worker.path is not None and not Path(worker.path).is_dir() and not _HUB_ID.match(worker.path):
-        problems.append(_missing(f"{field}.path", "checkpoint", worker.path, worker.name, scope))
-    if worker.adapter is not None and not Path(worker.adapter).is_dir():
-        problems.append(_missing(f"{field}.adapter", "LoRA adapter", worker.adapter, worker.name, scope))
+    if backend.path is not None and not Path(backend.path).is_dir() and not _HUB_ID.match(backend.path):
+        problems.append(_missing(f"{field}.path", "checkpoint", backend.path, worker.name, scope))
+    if backend.adapter is not None and not Path(backend.adapter).is_dir():
+        problems.append(_missing(f"{field}.adapter", "LoRA adapter", backend.adapter, worker.name, scope))
     return problems
 
 

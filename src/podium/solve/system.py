@@ -120,18 +120,18 @@ class System:
         version_parts: Sequence[Any] = (),
         orchestrator_per_episode: bool = False,
     ) -> "System":
-        """The system ``config`` describes (over ``pool`` when it was built already, with ``orchestrator`` as its
-        own when given: a fitted router, whose data ``version_parts`` add to the version), refused when it cannot
-        produce an action (:func:`~podium.runtime.checks.require_runnable`, naming ``source``). With
-        ``orchestrator_per_episode`` the orchestrator arrives with each episode (verl binds each rollout to its own
-        server session): there is none to check yet (``podium train grpo`` checks a stand-in of the trained model
-        before it starts)."""
-        chosen = config.pool_config()
+        """The system ``config`` describes (over ``pool`` when it was built already from ``config``'s pool, which
+        is then not resolved again; with ``orchestrator`` as its own when given: a fitted router, whose data
+        ``version_parts`` add to the version), refused when it cannot produce an action
+        (:func:`~podium.runtime.checks.require_runnable`, naming ``source``). With ``orchestrator_per_episode`` the
+        orchestrator arrives with each episode (verl binds each rollout to its own server session): there is none to
+        check yet (``podium train grpo`` checks a stand-in of the trained model before it starts)."""
+        chosen = config.pool_config() if pool is None else pool.config
         name = config.name or default_name(chosen, config)
         built = pool or build_pool(chosen)
         own = config.own_orchestrator()
         if orchestrator is None and own is not None:
-            orchestrator = build_backend(own.spec(), pool_catalog(chosen))
+            orchestrator = build_backend(own.backend, pool_catalog(chosen))
         system = cls(name, built, config.run_config(), user=config.user, instructions=config.instructions,
                      orchestrator=orchestrator, version="unversioned")  # fmt: skip
         system.version = system.content_version(own, version_parts)

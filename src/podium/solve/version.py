@@ -43,8 +43,9 @@ def adapter_digest(directory: str | Path) -> str:
 def _worker(worker: WorkerConfig) -> dict[str, Any]:
     """A worker's config with its adapter as the digest of its weights."""
     data = worker.model_dump(mode="json")
-    if worker.adapter is not None:
-        data["adapter"] = f"sha256:{adapter_digest(worker.adapter)}"
+    adapter = getattr(worker.backend, "adapter", None)
+    if adapter is not None:
+        data["adapter"] = f"sha256:{adapter_digest(adapter)}"
     return data
 
 

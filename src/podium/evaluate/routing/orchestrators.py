@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from podium.backends.factory import ReplayBackendSpec
 from podium.costs.prices import ModelPrice, PriceCatalog
 from podium.evaluate.routing.metrics import Point, tally
 from podium.evaluate.runner import EvalRecord, load_run
@@ -153,10 +154,10 @@ def replay_workers(
         by_model.setdefault(recorded.model, []).append(recorded.name)
     workers = {}
     for worker in config.workers:
-        if worker.backend != "replay":
+        if not isinstance(worker.backend, ReplayBackendSpec):
             continue
         recorded = None
-        if worker.name in data.workers and Path(worker.path or "").is_dir():
+        if worker.name in data.workers and Path(worker.backend.path).is_dir():
             recorded = worker.name
         elif len(by_model.get(worker.model, [])) == 1:
             recorded = by_model[worker.model][0]

@@ -231,10 +231,10 @@ class RecordingJob:
         for index, worker in enumerate(pool.workers):
             if worker.name in names:
                 try:
-                    backends[worker.name] = build_backend(worker.spec(), catalog)
+                    backends[worker.name] = build_backend(worker.backend, catalog)
                 except ConfigError as error:
                     raise ConfigError(f"{settings.pool}: workers.{index} ({worker.name}): {error}") from error
-                kinds[worker.name] = worker.backend
+                kinds[worker.name] = worker.backend.kind
         ordered = [name for name in (w.name for w in pool.workers) if name in names]
         manifest = new_manifest(
             recorded_workers(ordered, backends, kinds),
