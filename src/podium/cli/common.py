@@ -13,9 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from podium.backends.base import BackendError
-from podium.cli.fields import Flags, load_config
 from podium.cli.output import make_console, shown
-from podium.config import ConfigT
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
 from podium.core.printable import json_printable, printable
@@ -51,14 +49,6 @@ def fail(error: Exception, code: int = 2) -> typer.Exit:
     """Print ``error`` and return the exit to raise: the one error path of the commands (2: bad input)."""
     errors.print(f"[red]error:[/red] {shown(error)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
-
-
-def load_settings(config: type[ConfigT], path: Path | None, flags: Flags) -> ConfigT:
-    """:func:`~podium.cli.fields.load_config`, a bad value exiting with its error (2)."""
-    try:
-        return load_config(config, path, flags)
-    except PodiumError as error:
-        raise fail(error) from error
 
 
 def open_pool(pool: PoolChoice | Path | None) -> Pool:

@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from podium.backends.base import BackendError
-from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, load_settings, print_trace
-from podium.cli.fields import Flags, config_options
+from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, print_trace
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.cli.output import print_json_line, shown
 from podium.core.progress import ProgressBar
 from podium.core.trajectory import write_trajectories
@@ -36,6 +36,7 @@ from podium.solve.system import System
 
 app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
+DomainArgument = Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain (a folder of the data directory).")]
 T = TypeVar("T")
 
 
@@ -103,9 +104,9 @@ def _replay_row(domain: Domain, task: Any) -> dict[str, Any]:
 @app.command("replay")
 @config_options(ReplayConfig, ("task", "data_dir"))
 def env_replay(
-    domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain to replay.")],
+    domain_name: DomainArgument,
     config: ConfigFileOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one object per task.")] = False,
+    as_json: JsonOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -153,9 +154,9 @@ DOMAIN_TASK_FIELDS = (
 @app.command("run")
 @config_options(DomainTaskConfig, DOMAIN_TASK_FIELDS)
 def env_run(
-    domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain of the task.")],
+    domain_name: DomainArgument,
     config: ConfigFileOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the criteria as one JSON line.")] = False,
+    as_json: JsonOption = False,
     *,
     flags: Flags,
 ) -> None:

@@ -25,6 +25,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from podium.cli.common import fail
 from podium.config import Config, ConfigT, read_structured_file
 from podium.errors import ConfigError
 
@@ -88,6 +89,14 @@ def load_config(config: type[ConfigT], path: Path | None, flags: Flags) -> Confi
                 raise ConfigError(f"{path}: {parent} must be a mapping of fields")
         target[leaf] = str(value) if isinstance(value, Path) else value
     return config.from_dict(data, source=str(path) if path is not None else "options", flags=flags.names)
+
+
+def load_settings(config: type[ConfigT], path: Path | None, flags: Flags) -> ConfigT:
+    """:func:`load_config`, a bad value exiting with its error (2)."""
+    try:
+        return load_config(config, path, flags)
+    except ConfigError as error:
+        raise fail(error) from error
 
 
 class FieldOption:

@@ -15,10 +15,9 @@ from podium.cli.common import (
     console,
     errors,
     fail,
-    load_settings,
     open_pool,
 )
-from podium.cli.fields import Flags, config_options
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.cli.output import shown
 from podium.core.messages import Message
 from podium.core.printable import printable
