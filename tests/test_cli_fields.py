@@ -182,3 +182,29 @@ def test_no_command_writes_by_hand_an_option_that_a_config_field_defines():
     duplicates = {name: set(written) & field_flags for name, (written, _) in commands.items()}
     duplicates = {name: flags for name, flags in duplicates.items() if flags}
     assert duplicates == HAND_WRITTEN_FIELD_FLAGS
+
+
+OUTPUT_MODES = {"--config", "--json", "--verbose", "-v"}
+"""What a command may write by hand: its config file, and how it prints (no setting of what it does)."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["env list", "env replay", "env run", "env score", "run", "ask", "tools call", "tools list", "mcp serve", "serve",
+     "serve-model", "check"],
+)  # fmt: skip
+def test_every_option_of_these_commands_is_a_config_field(name):
+    written, generated = option_flags(every_command()[name])
+    assert set(written) - OUTPUT_MODES == set()
+    assert generated
+
+
+def test_a_served_port_out_of_range_is_named_by_its_flag_or_by_its_file_line(tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("worker: nobody\nport: 70000\n")
+    from_file = runner.invoke(podium_app, ["serve-model", "--config", str(config)])
+    assert from_file.exit_code == 2 and "serve.yaml:2: port" in " ".join(from_file.output.split())
+    from_flag = runner.invoke(podium_app, ["serve-model", "--port", "-1"])
+    assert from_flag.exit_code == 2 and "--port: port" in " ".join(from_flag.output.split())
+    unknown = runner.invoke(podium_app, ["ask", "2+2?", "--model", "nobody"])
+    assert unknown.exit_code == 2 and "--model: no worker 'nobody'" in " ".join(unknown.output.split())
