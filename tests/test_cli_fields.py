@@ -208,3 +208,9 @@ def test_a_served_port_out_of_range_is_named_by_its_flag_or_by_its_file_line(tmp
     assert from_flag.exit_code == 2 and "--port: port" in " ".join(from_flag.output.split())
     unknown = runner.invoke(podium_app, ["ask", "2+2?", "--model", "nobody"])
     assert unknown.exit_code == 2 and "--model: no worker 'nobody'" in " ".join(unknown.output.split())
+
+
+def test_a_policy_flag_names_the_policy():
+    """``--policy parallel`` is the policy by name (its field holds a config; :class:`~podium.config.Flag`)."""
+    result = runner.invoke(podium_app, ["run", "2+2?", "--system", "system.yaml", "--policy", "parallel"])
+    assert result.exit_code == 2 and "give it without --policy" in " ".join(result.output.split())
