@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -24,8 +24,9 @@ from rich.markup import escape
 from podium.backends.base import BackendError, ChatBackend
 from podium.backends.factory import build_backend
 from podium.backends.http import HttpBackend
-from podium.cli.common import console, errors, missing_checkpoint, rollout_problems
+from podium.cli.common import ConfigFileOption, console, errors, missing_checkpoint, rollout_problems
 from podium.cli.config_kinds import KINDS, detect_kind, locate
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError
@@ -326,29 +327,34 @@ CHECKS: dict[str, Callable[[Findings, Any], None]] = {
 }
 
 
+class CheckConfig(Config):
+    """What ``podium check`` checks the files as, and how far."""
+
+    kind: Literal[KINDS] | None = None  # type: ignore[valid-type]
+    """The files' kind (default: read from each file's fields)."""
+    online: bool = False
+    """Also reach every HTTP worker's server."""
+    pool: str | None = None
+    """Pool of run configs that name none (default: the embedded pool)."""
+    pending_ok: bool = False
+    """A missing file that another command writes (a checkpoint, collected data) is a note, not a problem."""
+
+
+@config_options(CheckConfig, ("kind", "online", "pool", "pending_ok"))
 def check_command(
     files: Annotated[list[Path], typer.Argument(help="Config files (YAML or JSON).")],
-    kind: Annotated[str | None, typer.Option("--kind", help=f"The files' kind: {', '.join(KINDS)}.")] = None,
-    online: Annotated[bool, typer.Option("--online", help="Also reach every HTTP worker's server.")] = False,
-    pool: Annotated[
-        Path | None, typer.Option("--pool", help="Pool of run configs that name none (default: the embedded pool).")
-    ] = None,
-    pending_ok: Annotated[
-        bool,
-        typer.Option(
-            "--pending-ok",
-            help="A missing file that another command writes (a checkpoint, collected data) is a note, not a problem.",
-        ),
-    ] = False,
+    config: ConfigFileOption = None,
+    *,
+    flags: Flags,
 ) -> None:
     """Validate system, pool, run, data-stage, training, experiment and price files as the commands that use them
     would; print every problem with its file and line."""
-    if kind is not None and kind not in KINDS:
-        errors.print(f"[red]error:[/red] --kind must be one of {', '.join(KINDS)}, not {kind!r}", highlight=False)
-        raise typer.Exit(2)
+    settings = load_settings(CheckConfig, config, flags)
+    pool = None if settings.pool is None else Path(settings.pool)
+    pending_ok = settings.pending_ok
     problems = 0
     for path in files:
-        chosen, found = check_file(path, kind, online=online, pool=pool)
+        chosen, found = check_file(path, settings.kind, online=settings.online, pool=pool)
         for finding in found:
             pending = pending_ok and finding.written_by is not None
             label = "note" if pending else "[red]error[/red]"

@@ -19,11 +19,10 @@ from podium.core.calls import ToolResult
 from podium.core.printable import json_printable, printable
 from podium.core.progress import EpisodeEvent, PipedReports
 from podium.core.trajectory import Trajectory
-from podium.costs.prices import PriceCatalog
 from podium.errors import PodiumError
-from podium.pool.pool import Pool, build_pool, resolve_pool_config
+from podium.pool.choice import PoolChoice
+from podium.pool.pool import Pool
 from podium.runtime.checks import Problem, run_problems
-from podium.sandbox import SandboxConfig
 
 console = make_console()
 errors = make_console(stderr=True)
@@ -37,16 +36,8 @@ if TYPE_CHECKING:
 PoolOption = Annotated[
     Path | None, typer.Option("--pool", help="Pool YAML (PoolConfig); default: the embedded offline pool.")
 ]
-PricesOption = Annotated[
-    Path | None, typer.Option("--prices", help="YAML/JSON price file merged over Podium's price sheet.")
-]
-SandboxOption = Annotated[
-    Path | None, typer.Option("--sandbox-config", help="YAML/JSON file of sandbox limits (SandboxConfig).")
-]
-UnisolatedOption = Annotated[
-    bool,
-    typer.Option("--allow-unisolated", help="Run code without isolation if bubblewrap is unavailable (unsafe)."),
-]
+POOL_FIELDS = ("pool", "prices", "sandbox_config", "allow_unisolated")
+"""The fields of :class:`~podium.pool.choice.PoolChoice`, each a flag of every command that opens a pool."""
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ConfigFileOption = Annotated[
@@ -60,21 +51,11 @@ def fail(error: Exception, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def open_pool(
-    pool: Path | None,
-    *,
-    prices: Path | None = None,
-    sandbox_config: Path | None = None,
-    allow_unisolated: bool = False,
-) -> Pool:
-    """The pool of a command: the file's or the embedded one, with the command's overrides."""
+def open_pool(pool: PoolChoice | Path | None) -> Pool:
+    """The pool of a command: the file's or the embedded one, with the overrides a :class:`PoolChoice` asks for."""
+    choice = pool if isinstance(pool, PoolChoice) else PoolChoice(pool=None if pool is None else str(pool))
     try:
-        config = resolve_pool_config(pool)
-        if sandbox_config is not None:
-            config.sandbox = SandboxConfig.from_file(sandbox_config)
-        if allow_unisolated:
-            config.sandbox.allow_unisolated = True
-        return build_pool(config, PriceCatalog.from_file(prices) if prices else None)
+        return choice.open_pool()
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
 

@@ -13,31 +13,34 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, PoolOption, UnisolatedOption, console, errors, fail, open_pool, print_trace
+from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, print_trace
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.cli.output import print_json_line, shown
 from podium.core.progress import ProgressBar
 from podium.core.trajectory import write_trajectories
-from podium.envs.conversation import UserSimulatorConfig, run_task
-from podium.envs.domain import Domain, communicate_info, data_dir, golden_actions, known_domains, load_domain
-from podium.envs.evaluation import gold_grade, grade_trajectory, replay
+from podium.envs.domain import (
+    Domain,
+    DomainData,
+    communicate_info,
+    data_dir,
+    golden_actions,
+    known_domains,
+    load_domain,
+)
+from podium.envs.evaluation import ReplayConfig, gold_grade, grade_trajectory, replay
 from podium.envs.scoring import SimulationScore, read_results, score_results
+from podium.envs.transcript import DIALOGUE_KEY
 from podium.errors import PodiumError
-from podium.policies import PolicyName
-from podium.runtime import RunConfig
+from podium.solve.config import DomainTaskConfig
+from podium.solve.system import System
 
 app = typer.Typer(help="Tool-use environments in tau2 format (airline, retail…).", no_args_is_help=True)
 
-TurnTokensOption = Annotated[int, typer.Option("--max-tokens", min=1, help="Completion budget of one turn, in tokens.")]
-UsdOption = Annotated[
-    float | None, typer.Option("--max-episode-usd", help="USD cap of the agent's episode (default: none).")
-]
-DataDirOption = Annotated[
-    Path | None, typer.Option("--data-dir", help="Directory holding one folder per domain ($PODIUM_TAU2_DATA).")
-]
+DomainArgument = Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain (a folder of the data directory).")]
 T = TypeVar("T")
 
 
-def _load(name: str, directory: Path | None) -> Domain:
+def _load(name: str, directory: str | None) -> Domain:
     try:
         return load_domain(name, directory)
     except (KeyError, FileNotFoundError, PodiumError) as error:
@@ -55,8 +58,10 @@ def _progress(items: Iterable[T], total: int, what: str) -> Iterator[T]:
 
 
 @app.command("list")
-def env_list(data: DataDirOption = None) -> None:
+@config_options(DomainData, ("data_dir",))
+def env_list(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """List the domains: tasks, tools (read / write / think / generic) and whether their data is present."""
+    data = load_settings(DomainData, config, flags).data_dir
     table = Table()
     for column in ("domain", "tasks", "read", "write", "think", "generic", "data"):
         table.add_column(column)
@@ -97,16 +102,19 @@ def _replay_row(domain: Domain, task: Any) -> dict[str, Any]:
 
 
 @app.command("replay")
+@config_options(ReplayConfig, ("task", "data_dir"))
 def env_replay(
-    domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain to replay.")],
-    task: Annotated[str | None, typer.Option("--task", help="Only this task id.")] = None,
-    data: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one object per task.")] = False,
+    domain_name: DomainArgument,
+    config: ConfigFileOption = None,
+    as_json: JsonOption = False,
+    *,
+    flags: Flags,
 ) -> None:
     """Replay each task's golden actions on a fresh database (did every action run, did the database change) and
     score the conversation that performs them and tells every required fact: its tau2 reward and strict verdict."""
-    domain = _load(domain_name, data)
-    tasks = [_task(domain, task)] if task is not None else domain.tasks
+    settings = load_settings(ReplayConfig, config, flags)
+    domain = _load(domain_name, settings.data_dir)
+    tasks = [_task(domain, settings.task)] if settings.task is not None else domain.tasks
     table = Table()
     for column in ("task", "actions", "replay", "db changed", "info", "tau2 reward", "strict", "failed actions"):
         table.add_column(column, overflow="fold")
@@ -135,60 +143,47 @@ def env_replay(
     )
 
 
+DOMAIN_TASK_FIELDS = (
+    "task", "pool", "policy", "max_turns", "max_tokens", "max_episode_usd", "allow", "deny",
+    ("user.worker", "--user-worker"), ("user.max_turns", "--user-turns"), ("user.max_tokens", "--user-tokens"),
+    "trace", "data_dir", "prices", "sandbox_config", "allow_unisolated",
+)  # fmt: skip
+"""The fields of :class:`DomainTaskConfig` offered as flags (the others: in its ``--config`` file, a system file)."""
+
+
 @app.command("run")
+@config_options(DomainTaskConfig, DOMAIN_TASK_FIELDS)
 def env_run(
-    domain_name: Annotated[str, typer.Argument(metavar="DOMAIN", help="The domain of the task.")],
-    task: Annotated[str, typer.Option("--task", help="Task id.")],
-    pool: PoolOption = None,
-    policy: Annotated[PolicyName, typer.Option("--policy", help="Action space (only serial can converse).")] = "serial",
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1, help="Most orchestrator turns, all replies.")] = 10,
-    max_tokens: TurnTokensOption = 256,
-    max_episode_usd: UsdOption = None,
-    allow: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allow", help="Only this pool tool/role/worker (repeatable); the domain's tools are always allowed."
-        ),
-    ] = None,
-    deny: Annotated[list[str] | None, typer.Option("--deny", help="Not this tool/role/worker (repeatable).")] = None,
-    user_worker: Annotated[
-        str | None, typer.Option("--user-worker", help="Pool worker playing the user (default: the orchestrator).")
-    ] = None,
-    user_turns: Annotated[int, typer.Option("--user-turns", min=1, help="Most user messages.")] = 10,
-    user_tokens: Annotated[
-        int, typer.Option("--user-tokens", min=1, help="Completion budget of a user message, in tokens.")
-    ] = 128,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Append the trajectory to this JSONL.")] = None,
-    data: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the criteria as one JSON line.")] = False,
-    allow_unisolated: UnisolatedOption = False,
+    domain_name: DomainArgument,
+    config: ConfigFileOption = None,
+    as_json: JsonOption = False,
+    *,
+    flags: Flags,
 ) -> None:
     """Run one task end to end: the orchestrator over the pool plus the domain's tools converses with a
     simulated user; then its tau2 reward (DB / COMMUNICATE / ACTION) and Podium's strict verdict."""
-    domain = _load(domain_name, data)
-    chosen = _task(domain, task)
+    settings = load_settings(DomainTaskConfig, config, flags)
+    domain = _load(domain_name, settings.data_dir)
+    chosen = _task(domain, settings.task)
     try:
-        settings = RunConfig(policy=policy, max_turns=max_turns, max_tokens=max_tokens,
-                             max_episode_usd=max_episode_usd, allow=allow, deny=deny or [])  # fmt: skip
-        user = UserSimulatorConfig(worker=user_worker, max_turns=user_turns, max_tokens=user_tokens)
-        opened = open_pool(pool, allow_unisolated=allow_unisolated)
-        episode = asyncio.run(run_task(opened, settings, domain, chosen, user=user))
-        trajectory = episode.trajectory
-        if trace is not None:
-            write_trajectories(trace, [trajectory])
+        pool = settings.open(settings.pool_config())
+        system = System.build(settings, pool=pool, source=str(config or "env run options"))
+        trajectory = asyncio.run(system.solve(domain.item(chosen, settings.data_dir)))
+        if settings.trace is not None:
+            write_trajectories(settings.trace, [trajectory])
         grade = grade_trajectory(domain, chosen, trajectory)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
     row = {"domain": domain.name, "task": chosen.id, "user_turns": trajectory.metadata.get("user_turns")}
-    row |= {"agent_actions": len(episode.environment.log), "turns": len(trajectory.turns)}
+    row |= {"agent_actions": trajectory.metadata.get("env_actions"), "turns": len(trajectory.turns)}
     row |= {"stop_reason": str(trajectory.stop_reason), **grade.summary()}
     if as_json:
         print_json_line(row)
         return
     print_trace(trajectory)
-    for message in episode.user.history[1:]:
-        speaker = "agent" if message.role == "user" else "user"
-        console.print(f"[bold]{speaker}:[/bold] {shown(message.content)}", highlight=False)
+    for message in trajectory.metadata.get(DIALOGUE_KEY, []):
+        speaker = "agent" if message["role"] == "assistant" else "user"
+        console.print(f"[bold]{speaker}:[/bold] {shown(message['content'])}", highlight=False)
     console.print(_row_table(shown(f"{domain.name} task {chosen.id}"), row))
 
 
@@ -219,15 +214,19 @@ def _score_table(scores: list[SimulationScore]) -> Table:
 
 
 @app.command("score")
+@config_options(DomainData, ("data_dir",))
 def env_score(
     results_path: Annotated[Path, typer.Argument(metavar="RESULTS.json", help="A results file tau2 run saved.")],
-    data: DataDirOption = None,
+    config: ConfigFileOption = None,
     as_json: JsonOption = False,
+    *,
+    flags: Flags,
 ) -> None:
     """Score every simulation of a tau2 results file with Podium's tau2 grading (no LLM calls): the official tau2
     reward, its DB / COMMUNICATE / ACTION parts and Podium's strict verdict. With --json, one JSON line per
     simulation (id, task_id, trial, reward, …); otherwise a table and the mean reward. Exit status 1 when a
     simulation could not be scored (its line says why), 2 when the file cannot be read."""
+    data = load_settings(DomainData, config, flags).data_dir
     try:
         results = read_results(results_path)
         scored = score_results(results, data)

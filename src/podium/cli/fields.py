@@ -9,7 +9,8 @@ Validation happens once, on the merged config: a bad value, from the file or a f
 :class:`~podium.errors.ConfigError` naming the file and line or the flag.
 
 Field types map to options as follows: numbers, strings and paths as they are; ``bool`` as ``--name/--no-name``;
-a ``Literal`` as a choice; a list as a repeatable option; a union of plain types (a count or ``all``) as text the
+a ``Literal`` as a choice; a field marked with :class:`~podium.config.Flag` as the type it names (a policy by name);
+a list as a repeatable option; a union of plain types (a count or ``all``) as text the
 validation reads; a union with a config model (``str | PoolConfig``) by its string form; and a config model (a
 teacher, a solver) as a YAML/JSON file holding one, read when given.
 """
@@ -25,7 +26,8 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from podium.config import Config, ConfigT, read_structured_file
+from podium.cli.common import fail
+from podium.config import Config, ConfigT, Flag, read_structured_file
 from podium.errors import ConfigError
 
 Command = TypeVar("Command", bound=Callable[..., Any])
@@ -90,6 +92,14 @@ def load_config(config: type[ConfigT], path: Path | None, flags: Flags) -> Confi
     return config.from_dict(data, source=str(path) if path is not None else "options", flags=flags.names)
 
 
+def load_settings(config: type[ConfigT], path: Path | None, flags: Flags) -> ConfigT:
+    """:func:`load_config`, a bad value exiting with its error (2)."""
+    try:
+        return load_config(config, path, flags)
+    except ConfigError as error:
+        raise fail(error) from error
+
+
 class FieldOption:
     """One generated option: the field it sets, its flag, and the Typer parameter."""
 
@@ -98,7 +108,8 @@ class FieldOption:
         self.field = field_info(config, self.path)
         self.name = self.path.replace(".", "_")
         self.flag = flag or "--" + self.path.rsplit(".", 1)[-1].replace("_", "-")
-        self.kind = option_type(self.field.annotation)
+        given = [item.kind for item in self.field.metadata if isinstance(item, Flag)]  # a policy by name
+        self.kind = given[0] if given else option_type(self.field.annotation)
 
     def parameter(self) -> inspect.Parameter:
         help_text = " ".join((self.field.description or "").replace("``", "").split())

@@ -7,31 +7,39 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from podium.backends.base import BackendError
-from podium.cli.common import PoolOption, console, errors, fail, open_pool
+from podium.backends.base import BackendError, ChatBackend
+from podium.cli.common import (
+    POOL_FIELDS,
+    ConfigFileOption,
+    PoolOption,
+    console,
+    errors,
+    fail,
+    open_pool,
+)
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.cli.output import shown
 from podium.core.messages import Message
 from podium.core.printable import printable
-from podium.errors import ConfigError
+from podium.errors import ConfigError, PodiumError
 from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
+from podium.pool.choice import AskConfig, WorkerChoice
+from podium.serve.model_server import ModelServeConfig
 
 
+@config_options(AskConfig, (*POOL_FIELDS, ("worker", "--model"), "max_tokens", "temperature"))
 def ask_command(
-    question: Annotated[str, typer.Argument(help="The question.")],
-    model: Annotated[str | None, typer.Option("--model", help="Worker to ask; default: the pool's first.")] = None,
-    pool: PoolOption = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Completion budget, in tokens.")] = 256,
-    temperature: Annotated[float, typer.Option("--temperature", help="0 is greedy.")] = 0.0,
+    question: Annotated[str, typer.Argument(help="The question.")], config: ConfigFileOption = None, *, flags: Flags
 ) -> None:
     """One model answers, no tools (the no-tools baseline); prints the answer and its cost."""
-    built = open_pool(pool)
-    name = model or built.config.workers[0].name
-    if name not in built.backends:
-        raise fail(ConfigError(f"--model: no worker '{name}' (workers: {', '.join(built.backends)})"))
+    settings = load_settings(AskConfig, config, flags)
+    backend = _backend(settings, "--model")
     try:
         generation = asyncio.run(
-            built.backends[name].generate(
-                [Message(role="user", content=question)], max_tokens=max_tokens, temperature=temperature
+            backend.generate(
+                [Message(role="user", content=question)],
+                max_tokens=settings.max_tokens,
+                temperature=settings.temperature,
             )
         )
     except BackendError as error:
@@ -84,18 +92,20 @@ def describe_model_command(
     console.print(printable(entry.description), markup=False, highlight=False, soft_wrap=True)
 
 
-def serve_model_command(
-    pool: PoolOption = None,
-    worker: Annotated[str | None, typer.Option("--worker", help="Worker to serve; default: the first.")] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-) -> None:
+@config_options(ModelServeConfig, (*POOL_FIELDS, "worker", "host", "port"))
+def serve_model_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Serve a worker (default: the embedded model) as an OpenAI-compatible API (/v1/models, /v1/chat/completions)."""
     from podium.serve.model_server import serve
 
-    built = open_pool(pool)
-    name = worker or built.config.workers[0].name
-    if name not in built.backends:
-        raise fail(ConfigError(f"--worker: no worker '{name}' (workers: {', '.join(built.backends)})"))
-    errors.print(f"serving {shown(built.backends[name].model)} on http://{host}:{port}/v1", highlight=False)
-    serve(built.backends[name], host=host, port=port)
+    settings = load_settings(ModelServeConfig, config, flags)
+    backend = _backend(settings, "--worker")
+    errors.print(f"serving {shown(backend.model)} on http://{settings.host}:{settings.port}/v1", highlight=False)
+    serve(backend, host=settings.host, port=settings.port)
+
+
+def _backend(settings: WorkerChoice, flag: str) -> ChatBackend:
+    """The backend of the worker ``settings`` choose (an unknown one named by ``flag``)."""
+    try:
+        return settings.backend(open_pool(settings), flag)
+    except PodiumError as error:
+        raise fail(error) from error

@@ -2,78 +2,60 @@
 and a trace of every call (status, reason, tokens, USD, seconds) when it ends."""
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import (
-    BACKEND_FAILED,
-    LiveEpisode,
-    PoolOption,
-    PricesOption,
-    UnisolatedOption,
-    backend_failure,
-    fail,
-    open_pool,
-    print_trace,
-)
+from podium.cli.common import BACKEND_FAILED, ConfigFileOption, LiveEpisode, backend_failure, fail, print_trace
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.preference import Preference
 from podium.core.trajectory import Trajectory, write_trajectories
 from podium.errors import ConfigError, PodiumError
-from podium.runtime.config import RunConfig
-from podium.solve.config import SystemConfig
+from podium.solve.config import QuestionConfig
 from podium.solve.router import load_system
 from podium.solve.system import Chat, System
 
+RUN_FIELDS = (
+    "system", "pool", "policy", "max_episode_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny",
+    "preference", "seed", "trace", "prices", "sandbox_config", "allow_unisolated",
+)  # fmt: skip
+"""The fields of :class:`QuestionConfig` offered as flags (the others: in its ``--config`` file, a system file)."""
+EPISODE = frozenset({"system", "preference", "seed", "trace"})
+"""What may be given beside ``--system`` (the rest is the system file's)."""
 
-@config_options(RunConfig, ("policy", "max_episode_usd", "max_turns", "max_seconds", "max_tokens", "allow", "deny"))
+
+@config_options(QuestionConfig, RUN_FIELDS)
 def run_command(
     question: Annotated[str, typer.Argument(help="The task for the orchestrator.")],
-    system: Annotated[
-        Path | None,
-        typer.Option(
-            "--system", help="A system file (an orchestrator, or a router: kind router) instead of --pool and --config."
-        ),
-    ] = None,
-    pool: PoolOption = None,
-    config: Annotated[Path | None, typer.Option("--config", help="RunConfig YAML; flags override it.")] = None,
-    preference: Annotated[str | None, typer.Option("--preference", help="Preference instruction for the task.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the blind worker labels.")] = None,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Append the full trajectory to this JSONL.")] = None,
+    config: ConfigFileOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the trajectory as one JSON line instead of the trace.")
     ] = False,
-    prices: PricesOption = None,
-    allow_unisolated: UnisolatedOption = False,
     *,
     flags: Flags,
 ) -> None:
     """Run the orchestrator on QUESTION over the pool; print the answer and a trace of every call. Exits 2 on a
     bad configuration, 3 when the orchestrator's backend cannot be reached or fails."""
     try:
-        if system is not None:
-            given = [flag for flag, value in (("--pool", pool), ("--config", config)) if value]
-            given += list(flags.names.values())
+        settings = load_config(QuestionConfig, config, flags)
+        if settings.system is not None:
+            given = sorted({flags.names.get(field, "--config") for field in settings.model_fields_set - EPISODE})
             if given:
                 raise ConfigError(f"--system is the whole system: give it without {', '.join(given)}")
-            chosen = load_system(system)
+            chosen = load_system(settings.system)
         else:
-            settings = load_config(RunConfig, config, flags)
-            built = open_pool(pool, prices=prices, allow_unisolated=allow_unisolated)
-            described = SystemConfig(**settings.model_dump(), pool=built.config)
-            chosen = System.build(described, pool=built, source=str(config or "run options"))  # every problem at once
-        wanted = Preference(instruction=preference) if preference else None
-        trajectory = _play(chosen, question, wanted, seed, live=not as_json)
+            built = settings.open(settings.pool_config())
+            chosen = System.build(settings, pool=built, source=str(config or "run options"))  # every problem at once
+        wanted = Preference(instruction=settings.preference) if settings.preference else None
+        trajectory = _play(chosen, question, wanted, settings.seed, live=not as_json)
     except BackendError as error:
         raise fail(error, BACKEND_FAILED) from error
     except PodiumError as error:
         raise fail(error) from error
-    if trace is not None:
-        write_trajectories(trace, [trajectory])
+    if settings.trace is not None:
+        write_trajectories(settings.trace, [trajectory])
     failure = backend_failure(trajectory)
     if failure is not None and not trajectory.turns:
         raise failure

@@ -3,13 +3,12 @@ a served model's shadow made live once its gate passed."""
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import httpx
-import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import console, errors, fail
+from podium.cli.common import ConfigFileOption, console, errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.config import Config
 from podium.errors import ConfigError, PodiumError
@@ -20,56 +19,30 @@ from podium.serve.settings import DEFAULT_SYSTEM, ServeConfig
 from podium.solve.router import load_system
 from podium.solve.system import System
 
-
-@config_options(
-    ServeConfig,
-    (
-        "max_concurrent", "max_queued", ("request_timeout_s", "--request-timeout"), "api_key_env", "trace",
-        "request_log", "served", "max_shadow",
-    ),
+SERVE_FIELDS = (
+    "system", "shadow", "host", "port", "max_concurrent", "max_queued", ("request_timeout_s", "--request-timeout"),
+    "api_key_env", "trace", "request_log", "served", "max_shadow",
 )  # fmt: skip
-def serve_command(
-    system: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--system",
-            help="System file (repeatable): an orchestrator (a `podium eval` orchestrator file works as it is) or a "
-            "router (kind router); its name is the model id. Default: the embedded offline orchestrator, two turns "
-            "then the summarizer.",
-        ),
-    ] = None,
-    shadow: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--shadow",
-            help="A candidate system file (repeatable) run beside the served system of the same name (or the only "
-            "one) on real requests: its answers are recorded in --served, never returned; promote it with "
-            "`podium promote`.",
-        ),
-    ] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", help="ServeConfig file (YAML/JSON): queue, keys with daily USD limits, logs."),
-    ] = None,
-    *,
-    flags: Flags,
-) -> None:
+"""The fields of :class:`ServeConfig` offered as flags (the others: in its ``--config`` file)."""
+
+
+@config_options(ServeConfig, SERVE_FIELDS)
+def serve_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Serve orchestrators as an OpenAI-compatible API: /v1/models lists them, /v1/chat/completions runs a
     conversation as an episode (client tools, streamed steps, sampling parameters; extra field `podium` for
     budget and preference), /metrics reports in Prometheus format."""
     try:
         settings = load_config(ServeConfig, config, flags)
         # a system that cannot answer never starts serving
-        if system:
-            systems = [load_system(path) for path in system]
+        if settings.system:
+            systems = [load_system(path) for path in settings.system]
         else:
             systems = [System.build(DEFAULT_SYSTEM, source="the embedded orchestrator")]
-        shadows = shadowed(systems, [(path, load_system(path)) for path in shadow or []])
+        shadows = shadowed(systems, [(path, load_system(path)) for path in settings.shadow])
         app = create_orchestrator_app(systems, settings, shadows)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
+    host, port = settings.host, settings.port
     for served in systems:
         beside = shadows.get(served.name)
         also = "" if beside is None else f", shadow {beside.name} version {beside.version}"
@@ -80,7 +53,7 @@ def serve_command(
     run_app(app, host=host, port=port)
 
 
-def shadowed(systems: list[System], candidates: list[tuple[Path, System]]) -> dict[str, System]:
+def shadowed(systems: list[System], candidates: list[tuple[str, System]]) -> dict[str, System]:
     """Served model id → the candidate beside it: the served system of the candidate's name, or the only one."""
     names = [served.name for served in systems]
     shadows: dict[str, System] = {}

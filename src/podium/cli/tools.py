@@ -7,35 +7,30 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from podium.cli.common import (
-    JsonOption,
-    PoolOption,
-    PricesOption,
-    SandboxOption,
-    UnisolatedOption,
-    console,
-    errors,
-    open_pool,
-)
+from podium.cli.common import POOL_FIELDS, ConfigFileOption, JsonOption, console, errors, open_pool
+from podium.cli.fields import Flags, config_options, load_settings
 from podium.cli.output import print_json_line, shown
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.printable import printable
+from podium.pool.choice import PoolChoice, ToolCallConfig
 from podium.pool.pool import Pool
 
 app = typer.Typer(help="List and call the tools of the pool.", no_args_is_help=True)
 
 
 @app.command("list")
+@config_options(PoolChoice, POOL_FIELDS)
 def tools_list(
-    pool: PoolOption = None,
-    prices: PricesOption = None,
+    config: ConfigFileOption = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also print each tool's description and JSON-schema parameters.")
     ] = False,
     as_json: JsonOption = False,
+    *,
+    flags: Flags,
 ) -> None:
     """List the tools, one line each: name, kind (tool, role or model) and price."""
-    opened = open_pool(pool, prices=prices)
+    opened = open_pool(load_settings(PoolChoice, config, flags))
     rows = [{**spec.model_dump(), **_kind_and_price(opened, spec.name)} for spec in opened.registry.specs()]
     if as_json:
         for row in rows:
@@ -73,22 +68,22 @@ def _kind_and_price(pool: Pool, name: str) -> dict[str, str]:
 
 
 @app.command("call")
+@config_options(ToolCallConfig, ("args", *POOL_FIELDS))
 def tools_call(
     name: Annotated[str, typer.Argument(help="The tool to call.")],
-    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
-    pool: PoolOption = None,
-    prices: PricesOption = None,
-    sandbox_config: SandboxOption = None,
-    allow_unisolated: UnisolatedOption = False,
+    config: ConfigFileOption = None,
     as_json: JsonOption = False,
+    *,
+    flags: Flags,
 ) -> None:
     """Call one tool and print its value, status, cost and latency; exits 1 unless the status is OK. With
     --json, the whole result as one JSON line."""
-    registry = open_pool(pool, prices=prices, sandbox_config=sandbox_config, allow_unisolated=allow_unisolated).registry
+    settings = load_settings(ToolCallConfig, config, flags)
+    registry = open_pool(settings).registry
     try:
-        arguments = json.loads(args)
+        arguments = json.loads(settings.args)
     except json.JSONDecodeError as error:
-        call = ToolCall(name=name, arguments=args)
+        call = ToolCall(name=name, arguments=settings.args)
         result = ToolResult(call=call, status=Status.PARSE_ERR, reason=f"--args is not valid JSON: {error}")
     else:
         result = asyncio.run(registry.call(ToolCall(name=name, arguments=arguments)))

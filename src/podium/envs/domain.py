@@ -25,7 +25,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from podium.config import Config
 from podium.core.calls import Status
+from podium.datasets.items import BenchmarkItem
 from podium.extras import require_extra
 from podium.pool.tool import Tool, ToolOutput
 
@@ -102,6 +104,13 @@ def known_domains(directory: str | Path | None = None) -> list[str]:
     return sorted(found)
 
 
+class DomainData(Config):
+    """Where the tau2-format domains are."""
+
+    data_dir: str | None = None
+    """Directory holding one folder per domain ($PODIUM_TAU2_DATA)."""
+
+
 def data_dir(override: str | Path | None = None) -> Path:
     """Where the domains' data lives: the argument, else ``$PODIUM_TAU2_DATA``, else the default."""
     chosen = override or os.environ.get(DATA_ENV_VAR) or DEFAULT_DATA_DIR
@@ -162,6 +171,15 @@ class Domain:
             if task.id == task_id:
                 return task
         raise KeyError(f"domain {self.name} has no task {task_id!r}")
+
+    def item(self, task: Any, directory: str | None = None) -> BenchmarkItem:
+        """``task`` as the tool-use item a system solves (:meth:`podium.solve.system.System.solve`), its domain
+        read from ``directory`` (default: :func:`data_dir`'s)."""
+        instructions = task.user_scenario.instructions
+        request = instructions if isinstance(instructions, str) else instructions.reason_for_call
+        metadata = {"domain": self.name, "task_id": str(task.id), "tau2_dir": directory}
+        return BenchmarkItem(id=f"{self.name}-{task.id}", question=str(request).strip(), gold=str(task.id),
+                             verifier="environment", metadata=metadata)  # fmt: skip
 
     def tau2_environment(self, solo_mode: bool = False) -> Any:
         """tau2's ``Environment`` over a fresh copy of the database (the constructor tau2's evaluator takes)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from podium.core.trajectory import Trajectory
-from podium.envs.domain import ActionOutcome, Domain, communicate_info, golden_actions, tau2_module
+from podium.envs.domain import ActionOutcome, Domain, DomainData, communicate_info, golden_actions, tau2_module
 from podium.envs.transcript import TranscriptError, tau2_messages, termination_reason
 
 Entry = tuple[str, str]
@@ -53,6 +53,13 @@ class Replay:
     @property
     def errors(self) -> list[str]:
         return [f"{outcome.name}: {outcome.error}" for outcome in self.outcomes if not outcome.ok]
+
+
+class ReplayConfig(DomainData):
+    """Which tasks of a domain ``podium env replay`` replays."""
+
+    task: str | None = None
+    """Only this task id; default: every task."""
 
 
 def replay(domain: Domain, task: Any, actions: Iterable[Any]) -> Replay:

@@ -26,15 +26,25 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from podium.config import Config
 from podium.core.messages import Message
 
 STARTUP_TIMEOUT_S = 30.0
 """How long :func:`serving_in_thread` waits for the server to listen."""
+
+
+class Listen(Config):
+    """Where a server listens."""
+
+    host: str = "127.0.0.1"
+    """Address to listen on."""
+    port: int = Field(default=8000, ge=0, le=65535)
+    """Port to listen on."""
 
 
 class TextPart(BaseModel):

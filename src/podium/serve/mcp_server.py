@@ -11,16 +11,29 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import anyio
+from pydantic import Field
 
 from podium import __version__
 from podium.core.calls import ToolCall, ToolResult
 from podium.errors import ConfigError
 from podium.extras import require_extra
+from podium.pool.choice import PoolChoice
 from podium.pool.pool import Pool
 from podium.pool.registry import ToolRegistry
-from podium.serve.http import run_app
+from podium.serve.http import Listen, run_app
 
 Transport = Literal["stdio", "http"]
+
+
+class McpServeConfig(PoolChoice, Listen):
+    """The pool's tools served over MCP."""
+
+    tool: list[str] = Field(default_factory=list)
+    """Expose only this tool of the pool (repeatable); default: every tool."""
+    transport: Transport = "stdio"
+    """stdio (a client starts this command) or http (streamable HTTP; host and port apply)."""
+    port: int = Field(default=8765, ge=0, le=65535)
+    """For http: port to listen on (endpoint /mcp)."""
 
 
 def exposed_registry(pool: Pool, tools: Sequence[str] | None = None) -> ToolRegistry:

@@ -16,9 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from podium.backends.base import BackendError, ChatBackend, Generation
 from podium.core.calls import Status
-from podium.serve.http import ApiError, ChatMessage, app_in_thread, invalid_request, openai_app, run_app
+from podium.pool.choice import WorkerChoice
+from podium.serve.http import ApiError, ChatMessage, Listen, app_in_thread, invalid_request, openai_app, run_app
 
 ANY_JSON_OBJECT: dict[str, Any] = {"type": "object"}
+
+
+class ModelServeConfig(WorkerChoice, Listen):
+    """One worker of a pool served as an OpenAI-compatible API."""
 
 
 class ResponseFormat(BaseModel):

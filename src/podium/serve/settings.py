@@ -5,9 +5,8 @@ from typing import Self
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
 
-from podium.config import Config
 from podium.serve.accounts import ApiKey
-from podium.serve.http import DEFAULT_MAX_BODY_BYTES
+from podium.serve.http import DEFAULT_MAX_BODY_BYTES, Listen
 from podium.solve.config import SystemConfig
 
 DEFAULT_SYSTEM = SystemConfig(max_turns=2, max_tokens=256, summarize_on_stop=True)
@@ -16,8 +15,16 @@ it answers a plain question (two turns, then the summarizer writes the answer if
 fixed parts take 227 of its 256 tokens), as ``examples/systems/embedded-orchestrator.yaml`` does."""
 
 
-class ServeConfig(Config):
-    """How ``podium serve`` admits, accounts for and records requests."""
+class ServeConfig(Listen):
+    """What ``podium serve`` serves, where, and how it admits, accounts for and records requests."""
+
+    system: list[str] = Field(default_factory=list)
+    """System file (repeatable): an orchestrator (a ``podium eval`` orchestrator file works as it is) or a router
+    (kind router); its name is the model id. Default: the embedded offline orchestrator, two turns then the
+    summarizer."""
+    shadow: list[str] = Field(default_factory=list)
+    """A candidate system file (repeatable) run beside the served system of the same name (or the only one) on
+    real requests: its answers are recorded in ``served``, never returned; promote it with ``podium promote``."""
 
     max_concurrent: PositiveInt = 4
     """Responses worked on at once; more requests wait in the queue."""

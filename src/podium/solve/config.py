@@ -12,11 +12,13 @@ Example::
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PositiveInt
 
 from podium.config import Config
 from podium.envs.conversation import UserSimulatorConfig
+from podium.envs.domain import DomainData
 from podium.errors import ConfigError
+from podium.pool.choice import PoolOverrides
 from podium.pool.config import PoolConfig, WorkerConfig
 from podium.pool.pool import resolve_pool_config
 from podium.runtime.config import RunConfig
@@ -68,6 +70,48 @@ class SystemConfig(NamedSystem, RunConfig):
     def own_orchestrator(self) -> WorkerConfig | None:
         """The orchestrator's worker when it is not one of the pool's."""
         return self.orchestrator if isinstance(self.orchestrator, WorkerConfig) else None
+
+
+class Traced(Config):
+    """Where a command keeps the trajectory it played."""
+
+    trace: str | None = None
+    """Append the full trajectory to this JSONL file."""
+
+
+class QuestionConfig(SystemConfig, PoolOverrides, Traced):
+    """One question solved by an orchestrator system (``podium run``): the system's fields, or a whole system file
+    (``system``), and the episode's seed and preference."""
+
+    system: str | None = None
+    """A system file (an orchestrator, or a router: kind router) instead of the system's fields and the pool's."""
+    preference: str | None = None
+    """Preference instruction for the task."""
+    seed: int | None = None
+    """Seed of the blind worker labels."""
+
+
+class TaskUserConfig(UserSimulatorConfig):
+    """The simulated user of one task played from the command line (shorter than an evaluation's)."""
+
+    max_turns: PositiveInt = 10
+    """Most user messages; the conversation ends after the last one."""
+    max_tokens: PositiveInt = 128
+    """Completion budget of one user message, in tokens."""
+
+
+class DomainTaskConfig(SystemConfig, PoolOverrides, DomainData, Traced):
+    """One task of a tau2-format domain played by an orchestrator system against a simulated user (``podium env
+    run``): the system's fields, with limits for one conversation."""
+
+    task: str
+    """Task id."""
+    max_turns: PositiveInt | None = 10
+    """Most orchestrator turns, all replies."""
+    max_tokens: PositiveInt = 256
+    """Completion budget of one orchestrator turn, in tokens."""
+    user: TaskUserConfig = Field(default_factory=TaskUserConfig)
+    """The simulated user."""
 
 
 def orchestrator_model(pool: PoolConfig, config: RunConfig) -> str:
