@@ -9,9 +9,10 @@ Validation happens once, on the merged config: a bad value, from the file or a f
 :class:`~podium.errors.ConfigError` naming the file and line or the flag.
 
 Field types map to options as follows: numbers, strings and paths as they are; ``bool`` as ``--name/--no-name``;
-a ``Literal`` as a choice; a list as a repeatable option; a union of plain types (a count or ``all``) as text the
-validation reads; a union with a config model (``str | PoolConfig``) by its string form; and a config model (a
-teacher, a solver) as a YAML/JSON file holding one, read when given.
+a ``Literal`` as a choice; a list as a repeatable option; a mapping as a repeatable ``KEY=VALUE`` option; a
+union of plain types (a count or ``all``) as text the validation reads; a union with a config model (``str |
+PoolConfig``) by its string form; and a config model (a teacher, a solver) as a YAML/JSON file holding one, read
+when given.
 """
 
 import functools
@@ -25,6 +26,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from podium.cli.common import fail
 from podium.config import Config, ConfigT, read_structured_file
 from podium.errors import ConfigError
 
@@ -60,8 +62,11 @@ def config_options(config: type[Config], fields: Sequence[FieldSpec]) -> Callabl
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             flags = Flags()
-            for option in options:
-                flags.give(option.path, option.value(kwargs.pop(option.name)), option.flag)
+            try:
+                for option in options:
+                    flags.give(option.path, option.value(kwargs.pop(option.name)), option.flag)
+            except ConfigError as error:  # a file option's file, a mapping's entry
+                raise fail(error) from error
             return command(*args, flags=flags, **kwargs)
 
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -98,7 +103,8 @@ class FieldOption:
         self.field = field_info(config, self.path)
         self.name = self.path.replace(".", "_")
         self.flag = flag or "--" + self.path.rsplit(".", 1)[-1].replace("_", "-")
-        self.kind = option_type(self.field.annotation)
+        self.mapping = any(get_origin(member) is dict for member in _members(self.field.annotation))
+        self.kind = str if self.mapping else option_type(self.field.annotation)
 
     def parameter(self) -> inspect.Parameter:
         help_text = " ".join((self.field.description or "").replace("``", "").split())
@@ -109,17 +115,35 @@ class FieldOption:
             help_text += " Given as a YAML/JSON file."
         if self.field.is_required():
             help_text += " (required)"
-        option = typer.Option(*flags, help=help_text, show_default=self._default())
-        annotation = Annotated[_optional(self.kind, self.field.annotation), option]
+        option = typer.Option(
+            *flags, help=help_text, show_default=self._default(), metavar="KEY=VALUE" if self.mapping else None
+        )
+        annotation = Annotated[
+            list[str] | None if self.mapping else _optional(self.kind, self.field.annotation), option
+        ]
         return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
 
     def value(self, given: Any) -> Any:
-        """The field's value from the option's (a file option's: the data its file holds)."""
+        """The field's value from the option's (a file option's: the data its file holds; a mapping's: its
+        ``KEY=VALUE`` entries)."""
+        if self.mapping:
+            return self._mapping(given) if given else None
         if given is None or self.kind is not Path:
             return given
         if isinstance(given, list):
             return [read_structured_file(path) for path in given]
         return read_structured_file(given)
+
+    def _mapping(self, entries: list[str]) -> dict[str, str]:
+        mapping: dict[str, str] = {}
+        for entry in entries:
+            key, _, value = entry.partition("=")
+            if not key or not value:
+                raise ConfigError(f"{self.flag}: '{entry}' is not KEY=VALUE")
+            if key in mapping:
+                raise ConfigError(f"{self.flag}: {key} is given twice")
+            mapping[key] = value
+        return mapping
 
     def _default(self) -> bool | str:
         if self.field.is_required():

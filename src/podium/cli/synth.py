@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
+from podium.cli.common import ConfigFileOption, JsonOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.core.printable import printable
 from podium.data.synth import SynthConfig, synthesize_domain
@@ -29,14 +29,11 @@ def synth() -> None:
 @app.command("domain")
 @config_options(SynthConfig, ("name", "out", "pool", "worker", "validator", "subjects", "records", "functions",
                               "intents", "evolve", "solver", "pass_k", "test_fraction", "temperature", "max_tokens",
-                              "prompts_dir", "concurrency", "max_run_usd", "seed"))  # fmt: skip
+                              "prompts_dir", "concurrency", "max_run_usd", "seed", "quiet"))  # fmt: skip
 def domain_command(
     domain: Annotated[str | None, typer.Argument(help="The domain in words, e.g. 'a public library'.")] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="Synthesis config (YAML/JSON); flags override.")
-    ] = None,
+    config: ConfigFileOption = None,
     as_json: JsonOption = False,
-    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -44,7 +41,7 @@ def domain_command(
     flags.give("domain", domain, "DOMAIN")
     try:
         settings = load_config(SynthConfig, config, flags)
-        funnel = asyncio.run(synthesize_domain(settings, progress=not quiet))
+        funnel = asyncio.run(synthesize_domain(settings, progress=not settings.quiet))
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
     report_funnel(funnel, as_json)
