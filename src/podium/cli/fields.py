@@ -9,10 +9,10 @@ Validation happens once, on the merged config: a bad value, from the file or a f
 :class:`~podium.errors.ConfigError` naming the file and line or the flag.
 
 Field types map to options as follows: numbers, strings and paths as they are; ``bool`` as ``--name/--no-name``;
-a ``Literal`` as a choice; a list as a repeatable option; a mapping as a repeatable ``KEY=VALUE`` option; a
-union of plain types (a count or ``all``) as text the validation reads; a union with a config model (``str |
-PoolConfig``) by its string form; and a config model (a teacher, a solver) as a YAML/JSON file holding one, read
-when given.
+a ``Literal`` as text whose choices the help lists; a list as a repeatable option; a mapping as a repeatable
+``KEY=VALUE`` option; a union of plain types (a count or ``all``) as text the validation reads; a union with a
+config model (``str | PoolConfig``) by its string form; and a config model (a teacher, a solver) as a YAML/JSON
+file holding one, read when given.
 """
 
 import functools
@@ -104,7 +104,9 @@ class FieldOption:
         self.name = self.path.replace(".", "_")
         self.flag = flag or "--" + self.path.rsplit(".", 1)[-1].replace("_", "-")
         self.mapping = any(get_origin(member) is dict for member in _members(self.field.annotation))
-        self.kind = str if self.mapping else option_type(self.field.annotation)
+        kind = option_type(self.field.annotation)
+        self.choices = [str(choice) for choice in get_args(kind)] if get_origin(kind) is Literal else []
+        self.kind = str if self.mapping or self.choices else kind  # the config's validation reads choices
 
     def parameter(self) -> inspect.Parameter:
         help_text = " ".join((self.field.description or "").replace("``", "").split())
@@ -115,9 +117,7 @@ class FieldOption:
             help_text += " Given as a YAML/JSON file."
         if self.field.is_required():
             help_text += " (required)"
-        option = typer.Option(
-            *flags, help=help_text, show_default=self._default(), metavar="KEY=VALUE" if self.mapping else None
-        )
+        option = typer.Option(*flags, help=help_text, show_default=self._default(), metavar=self._metavar())
         annotation = Annotated[
             list[str] | None if self.mapping else _optional(self.kind, self.field.annotation), option
         ]
@@ -133,6 +133,11 @@ class FieldOption:
         if isinstance(given, list):
             return [read_structured_file(path) for path in given]
         return read_structured_file(given)
+
+    def _metavar(self) -> str | None:
+        if self.mapping:
+            return "KEY=VALUE"
+        return f"[{'|'.join(self.choices)}]" if self.choices else None
 
     def _mapping(self, entries: list[str]) -> dict[str, str]:
         mapping: dict[str, str] = {}
