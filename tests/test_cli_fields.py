@@ -116,6 +116,56 @@ def test_a_flag_not_given_leaves_the_field_to_the_file() -> None:
     assert flags == {} and flags.names == {}
 
 
+class Named(Config):
+    """A config with a positional field, a mapping and a choice."""
+
+    inputs: list[str] = Field(min_length=1)
+    """The files read."""
+    runs: dict[str, str] = Field(default_factory=dict)
+    """Name → run directory."""
+    mode: Literal["fast", "slow"] = "fast"
+    """The pace."""
+
+
+def named_cli(seen: list[Named]) -> Typer:
+    app = Typer()
+
+    @app.command()
+    @config_options(Named, (("runs", "--run"), "mode"), arguments=("inputs",))
+    def main(config: Path | None = None, *, flags: Flags) -> None:
+        try:
+            seen.append(load_config(Named, config, flags))
+        except ConfigError as error:
+            raise typer.Exit(f"error: {error}") from error  # type: ignore[arg-type]
+
+    @app.command()
+    def other() -> None:
+        """A second command, so that Typer keeps command names."""
+
+    return app
+
+
+def test_a_positional_field_a_mapping_and_a_choice_are_read_by_the_config(tmp_path) -> None:
+    seen: list[Named] = []
+    app = named_cli(seen)
+    help_text = runner.invoke(app, ["main", "--help"], env={"COLUMNS": "200"}).output
+    assert "INPUTS" in help_text and "The files read." in help_text and "KEY=VALUE" in help_text
+    done = runner.invoke(app, ["main", "a.jsonl", "b.jsonl", "--run", "x=runs/x", "--run", "y=runs/y"])
+    assert done.exit_code == 0, done.output
+    assert (seen[-1].inputs, seen[-1].runs) == (["a.jsonl", "b.jsonl"], {"x": "runs/x", "y": "runs/y"})
+    config = tmp_path / "named.yaml"
+    config.write_text("inputs: [from-file.jsonl]\n")
+    assert runner.invoke(app, ["main", "--config", str(config)]).exit_code == 0 and seen[-1].inputs == [
+        "from-file.jsonl"
+    ]
+    for args, message in ((["a", "--run", "x"], "--run: 'x' is not KEY=VALUE"),
+                          (["a", "--run", "x=1", "--run", "x=2"], "--run: x is given twice"),
+                          (["a", "--mode", "quick"], "--mode: mode: Input should be 'fast' or 'slow'"),
+                          ([], "inputs: Field required")):  # fmt: skip
+        failed = runner.invoke(app, ["main", *args])
+        assert failed.exit_code != 0 and message in failed.output, (args, failed.output)
+
+
 def every_command() -> dict[str, Any]:
     """Every command of ``podium``, by its words (``data collect``)."""
     found: dict[str, Any] = {}

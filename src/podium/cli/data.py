@@ -83,21 +83,11 @@ def curriculum_command(config: ConfigFileOption = None, as_json: JsonOption = Fa
     _run(CurriculumConfig, config, flags, curriculum, as_json)
 
 
-FailureInputs = Annotated[list[str] | None, typer.Argument(help="failures.jsonl files, eval runs or results files.")]
-
-
 @app.command("classify-failures")
 @config_options(ClassifyConfig, ("out", "pool", "worker", "max_words", "min_count", "attempts", "max_tokens",
-                                 "concurrency", "max_run_usd", "quiet"))  # fmt: skip
-def classify_failures_command(
-    inputs: FailureInputs = None,
-    config: ConfigFileOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+                                 "concurrency", "max_run_usd", "quiet"), arguments=("inputs",))  # fmt: skip
+def classify_failures_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Uno's failure classifier: a root cause, evidence and a constraint for each failed trajectory."""
-    flags.give("inputs", inputs or None, "INPUTS")
     _run(ClassifyConfig, config, flags, classify_failures, as_json)
 
 

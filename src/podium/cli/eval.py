@@ -7,7 +7,7 @@ Exit status: 0 done, 1 every sample failed or the run stopped at its USD cap wit
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -212,18 +212,9 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_run_us
         raise typer.Exit(1)
 
 
-@config_options(ReportConfig, ("out", "baseline", "preference", "max_items"))
-def report_command(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run directories of `podium eval`, or `podium data` stage directories / funnels."),
-    ],
-    config: ConfigFileOption = None,
-    *,
-    flags: Flags,
-) -> None:
+@config_options(ReportConfig, ("out", "baseline", "preference", "max_items"), arguments=("runs",))
+def report_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Write a static HTML report (plots, tables, trajectory viewer) of evaluation runs."""
-    flags.give("runs", [str(run) for run in runs], "RUNS")
     try:
         settings = load_config(ReportConfig, config, flags)
         index = build_report(

@@ -23,16 +23,11 @@ app = typer.Typer(help="The papers' ablations as configs: run them and compare t
 
 
 @app.command("run")
-@config_options(ExperimentRunConfig, ("scale", "out", ("arms", "--arm"), "data_dir", "quiet"))
-def run_command(
-    file: Annotated[Path, typer.Argument(metavar="EXPERIMENT", help="Experiment file (experiments/*.yaml).")],
-    config: ConfigFileOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+@config_options(
+    ExperimentRunConfig, ("scale", "out", ("arms", "--arm"), "data_dir", "quiet"), arguments=("experiment",)
+)
+def run_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Train (where an arm trains) and evaluate every arm; write summary.json and report/index.html."""
-    flags.give("experiment", str(file), "EXPERIMENT")
     try:
         settings = load_config(ExperimentRunConfig, config, flags)
         experiment = load_experiment(settings.experiment, settings.scale)

@@ -49,11 +49,15 @@ class Flags(dict[str, Any]):
             self.names[field] = flag
 
 
-def config_options(config: type[Config], fields: Sequence[FieldSpec]) -> Callable[[Command], Command]:
-    """Give the decorated command one option per field of ``config`` in ``fields``; the command receives the
-    flags that were given as its ``flags`` argument (:class:`Flags`; a file option's value is the data the file
-    holds)."""
+def config_options(
+    config: type[Config], fields: Sequence[FieldSpec], arguments: Sequence[str] = ()
+) -> Callable[[Command], Command]:
+    """Give the decorated command one option per field of ``config`` in ``fields``, and one positional argument
+    per field in ``arguments`` (before its own parameters; optional, since the ``--config`` file may give it);
+    the command receives the flags and arguments that were given as its ``flags`` argument (:class:`Flags`; a
+    file option's value is the data the file holds)."""
     options = [FieldOption(config, spec) for spec in fields]
+    positional = [FieldOption(config, (name, name.upper()), argument=True) for name in arguments]
 
     def decorate(command: Command) -> Command:
         signature = inspect.signature(command)
@@ -63,14 +67,18 @@ def config_options(config: type[Config], fields: Sequence[FieldSpec]) -> Callabl
         def run(*args: Any, **kwargs: Any) -> Any:
             flags = Flags()
             try:
-                for option in options:
+                for option in (*positional, *options):
                     flags.give(option.path, option.value(kwargs.pop(option.name)), option.flag)
             except ConfigError as error:  # a file option's file, a mapping's entry
                 raise fail(error) from error
             return command(*args, flags=flags, **kwargs)
 
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*kept, *(option.parameter() for option in options)]
+            parameters=[
+                *(field.parameter() for field in positional),
+                *kept,
+                *(option.parameter() for option in options),
+            ]
         )
         return run  # type: ignore[return-value]
 
@@ -96,9 +104,11 @@ def load_config(config: type[ConfigT], path: Path | None, flags: Flags) -> Confi
 
 
 class FieldOption:
-    """One generated option: the field it sets, its flag, and the Typer parameter."""
+    """One generated option (or positional argument): the field it sets, its flag (an argument's name), and the
+    Typer parameter."""
 
-    def __init__(self, config: type[Config], spec: FieldSpec) -> None:
+    def __init__(self, config: type[Config], spec: FieldSpec, *, argument: bool = False) -> None:
+        self.argument = argument
         self.path, flag = (spec, None) if isinstance(spec, str) else spec
         self.field = field_info(config, self.path)
         self.name = self.path.replace(".", "_")
@@ -110,6 +120,12 @@ class FieldOption:
 
     def parameter(self) -> inspect.Parameter:
         help_text = " ".join((self.field.description or "").replace("``", "").split())
+        if self.argument:
+            given = typer.Argument(help=help_text, metavar=self.flag, show_default=False)
+            annotation = Annotated[_optional(self.kind, self.field.annotation), given]
+            return inspect.Parameter(
+                self.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=annotation
+            )
         flags = [self.flag]
         if self.kind is bool:
             flags = [f"{self.flag}/--no-{self.flag.removeprefix('--')}"]
@@ -128,6 +144,8 @@ class FieldOption:
         ``KEY=VALUE`` entries)."""
         if self.mapping:
             return self._mapping(given) if given else None
+        if self.argument and not given:  # an optional list argument given nothing
+            return None
         if given is None or self.kind is not Path:
             return given
         if isinstance(given, list):

@@ -30,15 +30,9 @@ INDEX = tuple(f"index.{name}" for name in IndexConfig.model_fields)
 
 
 @app.command("build")
-@config_options(IndexBuildConfig, ("out", *INDEX))
-def build(
-    corpus: Annotated[Path, typer.Argument(help="JSONL corpus: one object per line with id, title and text.")],
-    config: ConfigFileOption = None,
-    *,
-    flags: Flags,
-) -> None:
+@config_options(IndexBuildConfig, ("out", *INDEX), arguments=("corpus",))
+def build(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Chunk, embed and index a JSONL corpus into a directory."""
-    flags.give("corpus", str(corpus), "CORPUS")
     try:
         settings = load_config(IndexBuildConfig, config, flags)
         from podium.retrieval.index import build_index

@@ -4,7 +4,7 @@ orchestrators with routers on a recording, and price an orchestrator's escalatio
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
@@ -60,23 +60,18 @@ def record_command(config: ConfigFileOption = None, as_json: JsonOption = False,
 
 
 @app.command("import")
-@config_options(ImportConfig, ("out", "data_dir"))
-def import_command(
-    source: Annotated[str, typer.Argument(help="routellm-gsm8k (GSM8K responses) or routellm-mmlu (MMLU outcomes).")],
-    config: ConfigFileOption = None,
-    *,
-    flags: Flags,
-) -> None:
+@config_options(ImportConfig, ("out", "data_dir"), arguments=("source",))
+def import_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Write one of RouteLLM's recordings of Mixtral and GPT-4 as a Podium recording."""
     from podium.evaluate.routing.importers import import_routellm
 
-    flags.give("source", source, "SOURCE")
     try:
         settings = load_config(ImportConfig, config, flags)
         out = Path(settings.out)
         written = import_routellm(settings.source, out, settings.data_dir, progress=_say)
     except PodiumError as error:
         raise fail(error) from error
+    source = settings.source
     typer.echo(printable(f"{source}: {written} outcomes written to {out}" if written else f"{out} holds {source}"))
 
 

@@ -7,7 +7,6 @@ funnel. Exit status: 0 done, 1 the USD cap left steps undone, 2 invalid input.
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
@@ -29,16 +28,10 @@ def synth() -> None:
 @app.command("domain")
 @config_options(SynthConfig, ("name", "out", "pool", "worker", "validator", "subjects", "records", "functions",
                               "intents", "evolve", "solver", "pass_k", "test_fraction", "temperature", "max_tokens",
-                              "prompts_dir", "concurrency", "max_run_usd", "seed", "quiet"))  # fmt: skip
-def domain_command(
-    domain: Annotated[str | None, typer.Argument(help="The domain in words, e.g. 'a public library'.")] = None,
-    config: ConfigFileOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+                              "prompts_dir", "concurrency", "max_run_usd", "seed", "quiet"),
+                arguments=("domain",))  # fmt: skip
+def domain_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """domain → subjects → schema → records → validation → functions → intents → tasks → evolution → filters."""
-    flags.give("domain", domain, "DOMAIN")
     try:
         settings = load_config(SynthConfig, config, flags)
         funnel = asyncio.run(synthesize_domain(settings, progress=not settings.quiet))
