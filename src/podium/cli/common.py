@@ -48,7 +48,6 @@ UnisolatedOption = Annotated[
     typer.Option("--allow-unisolated", help="Run code without isolation if bubblewrap is unavailable (unsafe)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ConfigFileOption = Annotated[
     Path | None, typer.Option("--config", help="Config file (YAML/JSON) of the command's fields; flags override it.")
 ]
