@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from podium.backends.base import BackendError
+from podium.cli.fields import Flags, load_config
 from podium.cli.output import make_console, shown
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
@@ -31,6 +32,7 @@ BACKEND_FAILED = 3
 """Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
 
 if TYPE_CHECKING:
+    from podium.evaluate.describe import DescribeConfig
     from podium.solve.records import Funnel
     from podium.train.config import GRPOConfig
 
@@ -76,6 +78,24 @@ def open_pool(
         return build_pool(config, PriceCatalog.from_file(prices) if prices else None)
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
+
+
+DESCRIBE = ("tasks", "pool", "describer", ("n", "-n"), "verifier", "seed", "out")
+"""The options of both commands that describe workers (``describe-model`` and ``pool refresh-descriptions``)."""
+
+
+def describing(config: Path | None, flags: Flags) -> "tuple[DescribeConfig, Pool, Path | None]":
+    """The settings of a command that describes workers, its pool, and the descriptions file they go in (``out``,
+    else the pool's; none without either)."""
+    from podium.evaluate.describe import DescribeConfig  # the describing commands' own; only they load it
+
+    try:
+        settings = load_config(DescribeConfig, config, flags)
+    except PodiumError as error:
+        raise fail(error) from error
+    built = open_pool(Path(settings.pool) if settings.pool else None)
+    target = settings.out or built.config.descriptions
+    return settings, built, Path(target) if target else None
 
 
 def print_trace(trajectory: Trajectory) -> None:

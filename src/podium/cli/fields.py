@@ -26,7 +26,6 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from podium.cli.common import fail
 from podium.config import Config, ConfigT, read_structured_file
 from podium.errors import ConfigError
 
@@ -41,6 +40,8 @@ class Flags(dict[str, Any]):
     def __init__(self) -> None:
         super().__init__()
         self.names: dict[str, str] = {}
+        self.refused: list[ConfigError] = []
+        """Values that could not be read (a file option's file, a mapping's entry): raised by :func:`load_config`."""
 
     def give(self, field: str, value: Any, flag: str) -> None:
         """Set ``field`` from ``flag``, when it was given (not ``None``)."""
@@ -66,11 +67,12 @@ def config_options(
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             flags = Flags()
-            try:
-                for option in (*positional, *options):
-                    flags.give(option.path, option.value(kwargs.pop(option.name)), option.flag)
-            except ConfigError as error:  # a file option's file, a mapping's entry
-                raise fail(error) from error
+            for option in (*positional, *options):
+                given = kwargs.pop(option.name)
+                try:
+                    flags.give(option.path, option.value(given), option.flag)
+                except ConfigError as error:  # raised where the command loads its config, with its other errors
+                    flags.refused.append(error)
             return command(*args, flags=flags, **kwargs)
 
         run.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -88,6 +90,8 @@ def config_options(
 def load_config(config: type[ConfigT], path: Path | None, flags: Flags) -> ConfigT:
     """``config`` from the ``path`` file's fields (none without one) with ``flags`` (dotted field → value)
     written over them; errors name the file and line of a field the file gave, and the flag of one a flag gave."""
+    if flags.refused:
+        raise flags.refused[0]
     data = read_structured_file(path) if path is not None else {}
     data = {} if data is None else data
     if not isinstance(data, dict):

@@ -7,10 +7,9 @@ import typer
 from rich.text import Text
 
 from podium.backends.base import BackendError
-from podium.cli.common import ConfigFileOption, PoolOption, console, errors, fail, open_pool
+from podium.cli.common import DESCRIBE, ConfigFileOption, PoolOption, console, describing, errors, fail, open_pool
 from podium.cli.fields import Flags, config_options
 from podium.cli.output import shown
-from podium.cli.pool import DESCRIBE, describing
 from podium.core.messages import Message
 from podium.core.printable import printable
 from podium.errors import ConfigError

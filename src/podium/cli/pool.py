@@ -7,18 +7,16 @@ input (pool, tasks, no descriptions file).
 """
 
 import asyncio
-from pathlib import Path
 
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, open_pool
-from podium.cli.fields import Flags, config_options, load_config
+from podium.cli.common import DESCRIBE, ConfigFileOption, JsonOption, console, describing, errors, fail
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import print_json_line, shown
 from podium.errors import ConfigError
 from podium.evaluate.describe import DescribeConfig, describe_worker, record_description
 from podium.pool.descriptions import description_states, read_descriptions
-from podium.pool.pool import Pool
 
 app = typer.Typer(help="The pool: refresh the model descriptions it shows the orchestrator.")
 
@@ -26,22 +24,6 @@ app = typer.Typer(help="The pool: refresh the model descriptions it shows the or
 @app.callback()
 def pool_group() -> None:
     """The pool: refresh the model descriptions it shows the orchestrator."""
-
-
-DESCRIBE = ("tasks", "pool", "describer", ("n", "-n"), "verifier", "seed", "out")
-"""The options of both commands that describe workers (``describe-model`` and ``pool refresh-descriptions``)."""
-
-
-def describing(config: Path | None, flags: Flags) -> tuple[DescribeConfig, Pool, Path | None]:
-    """The settings of a command that describes workers, its pool, and the descriptions file they go in (``out``,
-    else the pool's; none without either)."""
-    try:
-        settings = load_config(DescribeConfig, config, flags)
-    except ConfigError as error:
-        raise fail(error) from error
-    built = open_pool(Path(settings.pool) if settings.pool else None)
-    target = settings.out or built.config.descriptions
-    return settings, built, Path(target) if target else None
 
 
 @app.command("refresh-descriptions")
