@@ -24,9 +24,9 @@ from rich.markup import escape
 from podium.backends.base import BackendError, ChatBackend
 from podium.backends.factory import build_backend
 from podium.backends.http import HttpBackend
-from podium.cli.common import ConfigFileOption, console, errors, missing_checkpoint, rollout_problems
+from podium.cli.common import ConfigFileOption, console, errors, load_settings, missing_checkpoint, rollout_problems
 from podium.cli.config_kinds import KINDS, detect_kind, locate
-from podium.cli.fields import Flags, config_options, load_settings
+from podium.cli.fields import Flags, config_options
 from podium.config import Config, read_structured_file
 from podium.costs.prices import PriceCatalog
 from podium.errors import ConfigError, PodiumError

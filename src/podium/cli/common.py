@@ -13,7 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from podium.backends.base import BackendError
+from podium.cli.fields import Flags, load_config
 from podium.cli.output import make_console, shown
+from podium.config import ConfigT
 from podium.core.budget import StopReason
 from podium.core.calls import ToolResult
 from podium.core.printable import json_printable, printable
@@ -30,6 +32,7 @@ BACKEND_FAILED = 3
 """Exit status of a command whose model backend could not be reached or failed (2 is a bad configuration)."""
 
 if TYPE_CHECKING:
+    from podium.evaluate.describe import DescribeConfig
     from podium.solve.records import Funnel
     from podium.train.config import GRPOConfig
 
@@ -39,7 +42,6 @@ PoolOption = Annotated[
 POOL_FIELDS = ("pool", "prices", "sandbox_config", "allow_unisolated")
 """The fields of :class:`~podium.pool.choice.PoolChoice`, each a flag of every command that opens a pool."""
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
 ConfigFileOption = Annotated[
     Path | None, typer.Option("--config", help="Config file (YAML/JSON) of the command's fields; flags override it.")
 ]
@@ -51,6 +53,14 @@ def fail(error: Exception, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def load_settings(config: type[ConfigT], path: Path | None, flags: Flags) -> ConfigT:
+    """The command's config (:func:`~podium.cli.fields.load_config`), a bad value exiting with its error (2)."""
+    try:
+        return load_config(config, path, flags)
+    except PodiumError as error:
+        raise fail(error) from error
+
+
 def open_pool(pool: PoolChoice | Path | None) -> Pool:
     """The pool of a command: the file's or the embedded one, with the overrides a :class:`PoolChoice` asks for."""
     choice = pool if isinstance(pool, PoolChoice) else PoolChoice(pool=None if pool is None else str(pool))
@@ -58,6 +68,21 @@ def open_pool(pool: PoolChoice | Path | None) -> Pool:
         return choice.open_pool()
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
+
+
+DESCRIBE = ("tasks", "pool", "describer", ("n", "-n"), "verifier", "seed", "out")
+"""The options of both commands that describe workers (``describe-model`` and ``pool refresh-descriptions``)."""
+
+
+def describing(config: Path | None, flags: Flags) -> "tuple[DescribeConfig, Pool, Path | None]":
+    """The settings of a command that describes workers, its pool, and the descriptions file they go in (``out``,
+    else the pool's; none without either)."""
+    from podium.evaluate.describe import DescribeConfig  # the describing commands' own; only they load it
+
+    settings = load_settings(DescribeConfig, config, flags)
+    built = open_pool(Path(settings.pool) if settings.pool else None)
+    target = settings.out or built.config.descriptions
+    return settings, built, Path(target) if target else None
 
 
 def print_trace(trajectory: Trajectory) -> None:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
+from podium.cli.common import ConfigFileOption, JsonOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.data import (
     ClassifyConfig,
@@ -30,16 +30,14 @@ from podium.data import (
     propose_preferences,
 )
 from podium.data.latencies import measured_latencies
-from podium.data.solver import worker_solver
 from podium.errors import PodiumError
 from podium.solve.records import Funnel
 
 app = typer.Typer(help="Make training data: teacher trajectories, RL sets, curricula, failure classes, preferences.")
 
-ConfigFile = Annotated[Path | None, typer.Option("--config", help="Stage config (YAML/JSON); flags override it.")]
 ITEMS = ("benchmark", "tasks", "limit", "exclude", "data_dir")
 """The fields of a stage's item source."""
-RUN = ("concurrency", "max_run_usd", "seed")
+RUN = ("concurrency", "max_run_usd", "seed", "quiet")
 """How a stage runs."""
 SERVED = (
     ("served.versions", "--served-version"), ("served.keys", "--served-key"), ("served.roles", "--served-role"),
@@ -49,11 +47,11 @@ SERVED = (
 """Which served episodes ``collect --from-served`` selects and holds back."""
 
 
-def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as_json: bool) -> None:
+def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, as_json: bool) -> None:
     """Load the stage's config (the ``--config`` file, the flags over it) and run it; any bad input exits 2."""
     try:
         settings = load_config(kind, path, flags)
-        funnel: Funnel = asyncio.run(stage(settings, progress=not quiet))
+        funnel: Funnel = asyncio.run(stage(settings, progress=not settings.quiet))
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
     report_funnel(funnel, as_json)
@@ -63,59 +61,34 @@ def _run(kind: Any, path: Path | None, flags: Flags, stage: Any, quiet: bool, as
 @config_options(CollectConfig, ("out", "teacher", *ITEMS, "from_eval", "from_served", *SERVED, "samples",
                                 "temperature", "per_question", "max_tool_share", "keep_wrong", "prefer_recovered",
                                 "constraints", *RUN))  # fmt: skip
-def collect_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
-) -> None:
+def collect_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Teacher trajectories for SFT (ParaManager): n attempts per question, graded, filtered, balanced."""
-    _run(CollectConfig, config, flags, collect, quiet, as_json)
+    _run(CollectConfig, config, flags, collect, as_json)
 
 
 @app.command("filter-rl")
 @config_options(DifficultyConfig, ("out", "solver", *ITEMS, "samples", "temperature", "min_rate", "max_rate",
-                                   "preferences", *RUN))  # fmt: skip
-def filter_rl_command(
-    pool: Annotated[Path | None, typer.Option("--pool", help="Pool YAML of --worker (default: embedded).")] = None,
-    worker: Annotated[str | None, typer.Option("--worker", help="Worker that answers (default: the first).")] = None,
-    config: ConfigFile = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-    *,
-    flags: Flags,
-) -> None:
+                                   "preferences", "pool", "worker", *RUN))  # fmt: skip
+def filter_rl_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """The RL set (ParaManager): keep questions a worker solves sometimes, never always or never."""
-    if "solver" not in flags and (pool is not None or worker is not None):
-        alone = worker_solver(str(pool) if pool else None, worker).model_dump(exclude_defaults=True)
-        flags.give("solver", alone, "--pool/--worker")
-    _run(DifficultyConfig, config, flags, filter_rl, quiet, as_json)
+    _run(DifficultyConfig, config, flags, filter_rl, as_json)
 
 
 @app.command("curriculum")
 @config_options(CurriculumConfig, ("out", "cold_start", "teacher", "fallback", *ITEMS, "attempts",
                                    "probe_temperature", "sft_temperatures", "rl_temperatures", "constraints",
                                    "preferences", *RUN))  # fmt: skip
-def curriculum_command(
-    config: ConfigFile = None, as_json: JsonOption = False, quiet: QuietOption = False, *, flags: Flags
-) -> None:
+def curriculum_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Uno's verifier-gated curriculum: π0 and π* at pass@k split the tasks into SFT and RL data."""
-    _run(CurriculumConfig, config, flags, curriculum, quiet, as_json)
+    _run(CurriculumConfig, config, flags, curriculum, as_json)
 
 
 @app.command("classify-failures")
 @config_options(ClassifyConfig, ("out", "pool", "worker", "max_words", "min_count", "attempts", "max_tokens",
-                                 "concurrency", "max_run_usd"))  # fmt: skip
-def classify_failures_command(
-    inputs: Annotated[
-        list[str] | None, typer.Argument(help="failures.jsonl files, eval runs or results files.")
-    ] = None,
-    config: ConfigFile = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-    *,
-    flags: Flags,
-) -> None:
+                                 "concurrency", "max_run_usd", "quiet"), arguments=("inputs",))  # fmt: skip
+def classify_failures_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Uno's failure classifier: a root cause, evidence and a constraint for each failed trajectory."""
-    flags.give("inputs", inputs or None, "INPUTS")
-    _run(ClassifyConfig, config, flags, classify_failures, quiet, as_json)
+    _run(ClassifyConfig, config, flags, classify_failures, as_json)
 
 
 @app.command("preferences")
@@ -129,9 +102,8 @@ def preferences_command(
             help="`podium eval` runs whose mean latency per tool is shown to the proposer (repeatable).",
         ),
     ] = None,
-    config: ConfigFile = None,
+    config: ConfigFileOption = None,
     as_json: JsonOption = False,
-    quiet: QuietOption = False,
     *,
     flags: Flags,
 ) -> None:
@@ -140,4 +112,4 @@ def preferences_command(
         flags.give("latencies", measured_latencies(latencies_from) if latencies_from else None, "--latencies-from")
     except PodiumError as error:
         raise fail(error) from error
-    _run(PreferenceConfig, config, flags, propose_preferences, quiet, as_json)
+    _run(PreferenceConfig, config, flags, propose_preferences, as_json)

@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from podium.backends.base import BackendError
-from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, print_trace
-from podium.cli.fields import Flags, config_options, load_settings
+from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, load_settings, print_trace
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import print_json_line, shown
 from podium.core.progress import ProgressBar
 from podium.core.trajectory import write_trajectories

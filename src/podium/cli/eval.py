@@ -7,7 +7,7 @@ Exit status: 0 done, 1 every sample failed or the run stopped at its USD cap wit
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -16,7 +16,6 @@ from rich.text import Text
 from podium.cli.common import ConfigFileOption, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, shown
-from podium.config import read_structured_file
 from podium.core.files import write_atomically
 from podium.core.preference import Preference
 from podium.core.printable import printable
@@ -24,7 +23,7 @@ from podium.core.progress import ProgressBar
 from podium.costs.prices import PriceCatalog
 from podium.datasets.loaders import Benchmark, get_benchmark
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.config import EvalConfig
+from podium.evaluate.config import EvalConfig, ReportConfig
 from podium.evaluate.gate import COMPARISON_FILE, Comparison, GateConfig, compare_runs
 from podium.evaluate.ray_system import solving_system
 from podium.evaluate.report import build_report
@@ -213,24 +212,18 @@ def report_summary(summary: EvalSummary, benchmark: str, system: str, max_run_us
         raise typer.Exit(1)
 
 
-def report_command(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(help="Run directories of `podium eval`, or `podium data` stage directories / funnels."),
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Directory for index.html, plots and trajectory pages.")],
-    baseline: Annotated[
-        str | None, typer.Option("--baseline", help="System name whose runs are M0 for the preference-aware score.")
-    ] = None,
-    preference: Annotated[
-        Path | None, typer.Option("--preference", help="Preference file (YAML/JSON: instruction, weights).")
-    ] = None,
-    max_items: Annotated[int, typer.Option("--max-items", min=1, help="Attempts shown per trajectory page.")] = 300,
-) -> None:
+@config_options(ReportConfig, ("out", "baseline", "preference", "max_items"), arguments=("runs",))
+def report_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Write a static HTML report (plots, tables, trajectory viewer) of evaluation runs."""
     try:
-        chosen = Preference.model_validate(read_structured_file(preference)) if preference else None
-        index = build_report(runs, out, baseline=baseline, preference=chosen, max_items=max_items)
+        settings = load_config(ReportConfig, config, flags)
+        index = build_report(
+            list(settings.runs),
+            settings.out,
+            baseline=settings.baseline,
+            preference=settings.preference,
+            max_items=settings.max_items,
+        )
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
     console.print(f"report: {shown(index)}", highlight=False)

@@ -7,48 +7,38 @@ and an HTML report comparing them; ``--scale full`` runs the papers' sizes on th
 """
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
-from podium.cli.common import JsonOption, QuietOption, console, errors, fail
+from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail
+from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
 from podium.experiments import ArmResult, arm_errors, load_experiment, run_experiment
+from podium.experiments.config import ExperimentRunConfig
 
 app = typer.Typer(help="The papers' ablations as configs: run them and compare the arms side by side.")
 
-ScaleOption = Annotated[
-    str, typer.Option("--scale", help="small: the embedded model, a few items; full: real endpoints, paper sizes.")
-]
-
 
 @app.command("run")
-def run_command(
-    config: Annotated[Path, typer.Argument(help="Experiment file (experiments/*.yaml).")],
-    scale: ScaleOption = "small",
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Output directory (default: runs/experiments/NAME-SCALE).")
-    ] = None,
-    arm: Annotated[list[str] | None, typer.Option("--arm", help="Only this arm (repeatable).")] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data (default: $PODIUM_DATA or ../shared/data).")
-    ] = None,
-    quiet: QuietOption = False,
-    as_json: JsonOption = False,
-) -> None:
+@config_options(
+    ExperimentRunConfig, ("scale", "out", ("arms", "--arm"), "data_dir", "quiet"), arguments=("experiment",)
+)
+def run_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Train (where an arm trains) and evaluate every arm; write summary.json and report/index.html."""
     try:
-        experiment = load_experiment(config, _scale(scale))
-        target = out or Path("runs") / "experiments" / f"{experiment.name}-{experiment.scale}"
+        settings = load_config(ExperimentRunConfig, config, flags)
+        experiment = load_experiment(settings.experiment, settings.scale)
+        target = settings.out or Path("runs") / "experiments" / f"{experiment.name}-{experiment.scale}"
         results = run_experiment(
             experiment,
             target,
-            arms=arm,
-            data_dir=data_dir,
+            arms=settings.arms,
+            data_dir=settings.data_dir,
             say=lambda line: errors.print(printable(line), highlight=False, markup=False),
-            progress=not quiet and not as_json,
+            progress=not settings.quiet and not as_json,
         )
     except PodiumError as error:
         raise fail(error) from error
@@ -73,12 +63,6 @@ def check_command(
             trained = sum(arm.training is not None for arm in experiment.arms)
             line = f"{path} [{scale}]: {len(experiment.arms)} arms ({trained} trained) on {experiment.benchmark}"
             console.print(printable(line), markup=False, highlight=False)
-
-
-def _scale(value: str) -> Literal["small", "full"]:
-    if value not in ("small", "full"):
-        raise fail(PodiumError(f"--scale must be small or full, not {value!r}"))
-    return value  # type: ignore[return-value]
 
 
 def _show(result: ArmResult, as_json: bool) -> None:

@@ -10,61 +10,43 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from podium.cli.common import fail
+from podium.cli.common import ConfigFileOption, fail
+from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
+from podium.retrieval.config import HotpotIndexConfig, IndexBuildConfig, IndexConfig
 
 if TYPE_CHECKING:  # needs the search extra; commands import it when they run
-    from podium.retrieval.index import IndexConfig
+    from podium.retrieval.index import BuildReport
 
 app = typer.Typer(help="Build and search local passage indexes (FAISS) for local_search.", no_args_is_help=True)
 
 console = make_console()
 
 
-ModelOption = Annotated[
-    str,
-    typer.Option(
-        "--model", help="all-MiniLM-L6-v2 (shipped in a wheel), a local sentence-transformers directory or a hub id."
-    ),
-]
-ChunkOption = Annotated[int, typer.Option("--chunk-words", min=1, help="Words per chunk.")]
-OverlapOption = Annotated[int, typer.Option("--overlap-words", min=0, help="Words shared by consecutive chunks.")]
-IndexTypeOption = Annotated[
-    str,
-    typer.Option("--index-type", help="flat (exact), hnsw (approximate) or auto (flat up to 20,000 chunks)."),
-]
-
-
-def _config(model: str, chunk_words: int, overlap_words: int, index_type: str) -> "IndexConfig":
-    from podium.retrieval.index import IndexConfig
-
-    return IndexConfig.from_dict(
-        {"model": model, "chunk_words": chunk_words, "overlap_words": overlap_words, "index_type": index_type},
-        source="options",
-    )
+INDEX = tuple(f"index.{name}" for name in IndexConfig.model_fields)
+"""Every field of how an index is built, each a flag (``--model``, ``--chunk-words``, …)."""
 
 
 @app.command("build")
-def build(
-    corpus: Annotated[Path, typer.Argument(help="JSONL corpus: one object per line with id, title and text.")],
-    out: Annotated[Path, typer.Option("--out", help="Index directory to write (replaced if it exists).")],
-    model: ModelOption = "all-MiniLM-L6-v2",
-    chunk_words: ChunkOption = 160,
-    overlap_words: OverlapOption = 32,
-    index_type: IndexTypeOption = "auto",
-) -> None:
+@config_options(IndexBuildConfig, ("out", *INDEX), arguments=("corpus",))
+def build(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Chunk, embed and index a JSONL corpus into a directory."""
     try:
+        settings = load_config(IndexBuildConfig, config, flags)
         from podium.retrieval.index import build_index
 
-        report = build_index(corpus, out, _config(model, chunk_words, overlap_words, index_type))
+        report = build_index(Path(settings.corpus), Path(settings.out), settings.index)
     except PodiumError as error:
         raise fail(error) from error
+    _built(report, "passages", Path(settings.out))
+
+
+def _built(report: "BuildReport", passages: str, target: Path) -> None:
     console.print(
-        f"indexed {report.passages} passages as {report.chunks} chunks ({report.index_type}) "
-        f"into {shown(report.directory)} in {report.seconds:.1f} s",
+        f"indexed {report.passages} {passages} as {report.chunks} chunks ({report.index_type}) into {shown(target)} "
+        f"in {report.seconds:.1f} s",
         highlight=False,
     )
 
@@ -94,33 +76,23 @@ def search(
 
 
 @app.command("hotpot")
-def hotpot(
-    source: Annotated[
-        Path | None,
-        typer.Option("--source", help="HotpotQA JSON file (default: $PODIUM_DATA_DIR or ../shared/data, qa/...)."),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Index directory (default: $PODIUM_CACHE/indexes/hotpot).")
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the index is up to date.")] = False,
-) -> None:
+@config_options(HotpotIndexConfig, ("source", "out", "force", *INDEX))
+def hotpot(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Build the offline demo index from the HotpotQA passages (CC-BY-SA-4.0): local_search's default corpus."""
     from podium.retrieval.hotpot import build_hotpot_index, default_hotpot_source
     from podium.retrieval.paths import default_index_dir
 
-    target = out or default_index_dir()
     try:
-        report = build_hotpot_index(source or default_hotpot_source(), target, force=force)
+        settings = load_config(HotpotIndexConfig, config, flags)
+        target = Path(settings.out) if settings.out else default_index_dir()
+        source = Path(settings.source) if settings.source else default_hotpot_source()
+        report = build_hotpot_index(source, target, settings.index, force=settings.force)
     except PodiumError as error:
         raise fail(error) from error
     if report is None:
         console.print(f"index at {shown(target)} is up to date", highlight=False)
     else:
-        console.print(
-            f"indexed {report.passages} HotpotQA passages as {report.chunks} chunks into {shown(target)} "
-            f"in {report.seconds:.1f} s",
-            highlight=False,
-        )
+        _built(report, "HotpotQA passages", target)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 import typer
 
-from podium.cli.common import POOL_FIELDS, ConfigFileOption, errors, fail, open_pool
-from podium.cli.fields import Flags, config_options, load_settings
+from podium.cli.common import POOL_FIELDS, ConfigFileOption, errors, fail, load_settings, open_pool
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import shown
 from podium.errors import PodiumError
 from podium.serve.mcp_server import McpServeConfig, exposed_registry, serve_mcp

@@ -1,7 +1,6 @@
 """Model commands: ask one worker, describe a worker from evidence, serve a worker over HTTP."""
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,20 +8,22 @@ from rich.text import Text
 
 from podium.backends.base import BackendError, ChatBackend
 from podium.cli.common import (
+    DESCRIBE,
     POOL_FIELDS,
     ConfigFileOption,
-    PoolOption,
     console,
+    describing,
     errors,
     fail,
+    load_settings,
     open_pool,
 )
-from podium.cli.fields import Flags, config_options, load_settings
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import shown
 from podium.core.messages import Message
 from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
+from podium.evaluate.describe import DescribeConfig, describe_worker, record_description
 from podium.pool.choice import AskConfig, WorkerChoice
 from podium.serve.model_server import ModelServeConfig
 
@@ -52,25 +53,17 @@ def ask_command(
     )
 
 
+@config_options(DescribeConfig, DESCRIBE)
 def describe_model_command(
     worker: Annotated[str, typer.Argument(help="The worker to describe.")],
-    tasks: Annotated[Path, typer.Option("--tasks", help="JSONL of tasks with 'question' and 'answer' fields.")],
-    pool: PoolOption = None,
-    describer: Annotated[
-        str | None, typer.Option("--describer", help="Worker that writes the description (default: the role worker).")
-    ] = None,
-    n: Annotated[int, typer.Option("-n", min=1, help="How many tasks to sample.")] = 10,
-    verifier: Annotated[str, typer.Option("--verifier", help="How answers are checked: qa, math or mc.")] = "qa",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the task sample.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Descriptions file to record it in (default: the pool's descriptions file)."),
-    ] = None,
+    config: ConfigFileOption = None,
+    *,
+    flags: Flags,
 ) -> None:
     """Run a worker on sampled tasks and have a describer model write its description from the evidence; with a
     descriptions file (--out, or the pool's), record it there with its provenance for pools to load."""
-    built = open_pool(pool)
-    request = DescriptionRequest(tasks, describer, n, verifier, seed)
+    flags.give("workers", [worker], "WORKER")
+    request, built, target = describing(config, flags)
 
     def progress(step: str) -> None:
         errors.print(f"{shown(worker)}: {shown(step)}", highlight=False)
@@ -85,7 +78,6 @@ def describe_model_command(
     errors.print(Text(printable(f"{worker}: {summary}")))
     for sentence in entry.rejected:
         errors.print(Text(printable(f"left out (contradicts the figures): {sentence}")))
-    target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
     if target is not None:
         record_description(target, worker, entry)
         errors.print(f"recorded in {shown(target)}", highlight=False)

@@ -7,16 +7,15 @@ input (pool, tasks, no descriptions file).
 """
 
 import asyncio
-from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, PoolOption, console, errors, fail, open_pool
+from podium.cli.common import DESCRIBE, ConfigFileOption, JsonOption, console, describing, errors, fail
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import print_json_line, shown
 from podium.errors import ConfigError
-from podium.evaluate.describe import DescriptionRequest, describe_worker, record_description
+from podium.evaluate.describe import DescribeConfig, describe_worker, record_description
 from podium.pool.descriptions import description_states, read_descriptions
 
 app = typer.Typer(help="The pool: refresh the model descriptions it shows the orchestrator.")
@@ -28,29 +27,13 @@ def pool_group() -> None:
 
 
 @app.command("refresh-descriptions")
-def refresh_descriptions_command(
-    tasks: Annotated[Path, typer.Option("--tasks", help="JSONL of tasks with 'question' and 'answer' fields.")],
-    pool: PoolOption = None,
-    worker: Annotated[
-        list[str] | None, typer.Option("--worker", help="Only this worker (repeatable) (default: every worker).")
-    ] = None,
-    describer: Annotated[
-        str | None, typer.Option("--describer", help="Worker that writes the descriptions (default: the role worker).")
-    ] = None,
-    n: Annotated[int, typer.Option("-n", min=1, help="Tasks sampled (the same sample for every worker).")] = 10,
-    verifier: Annotated[str, typer.Option("--verifier", help="How answers are checked: qa, math or mc.")] = "qa",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the task sample.")] = 0,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Descriptions file (default: the pool's descriptions file).")
-    ] = None,
-    as_json: JsonOption = False,
-) -> None:
+@config_options(DescribeConfig, (*DESCRIBE, ("workers", "--worker")))
+def refresh_descriptions_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Re-describe the pool's workers from their results on sampled tasks and record the descriptions."""
-    built = open_pool(pool)
-    target = out or (Path(built.config.descriptions) if built.config.descriptions else None)
+    request, built, target = describing(config, flags)
     if target is None:
         raise fail(ConfigError("no descriptions file: give --out, or set descriptions: in the pool file"))
-    names = worker or [w.name for w in built.config.workers]
+    names = request.workers or [w.name for w in built.config.workers]
     unknown = sorted(set(names) - set(built.backends))
     if unknown:
         raise fail(ConfigError(f"--worker: no worker {unknown} (workers: {', '.join(built.backends)})"))
@@ -58,7 +41,6 @@ def refresh_descriptions_command(
         before = description_states(built.config, read_descriptions(target))
     except ConfigError as error:
         raise fail(error) from error
-    request = DescriptionRequest(tasks, describer, n, verifier, seed)
     failed = 0
     for index, name in enumerate(names, 1):
         errors.print(f"[{index}/{len(names)}] describing {shown(name)} (was {before[name]})…", highlight=False)

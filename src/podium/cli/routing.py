@@ -4,18 +4,18 @@ orchestrators with routers on a recording, and price an orchestrator's escalatio
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from podium.cli.common import JsonOption, QuietOption, errors, fail
+from podium.cli.common import ConfigFileOption, JsonOption, errors, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import print_json_line
 from podium.core.printable import printable
 from podium.errors import ConfigError, PodiumError
-from podium.evaluate.routing.config import CompareConfig, RecordConfig, ThresholdConfig
-from podium.recording import Recording, Split
+from podium.evaluate.routing.config import CompareConfig, ImportConfig, RecordConfig, TasksConfig, ThresholdConfig
+from podium.recording import Recording
 
 if TYPE_CHECKING:
     from podium.evaluate.routing.compare import Comparison
@@ -25,7 +25,6 @@ app = typer.Typer(
     help="Routing on recordings: record a pool on tasks, write a split's tasks, compare orchestrators with routers.",
     no_args_is_help=True,
 )
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="The command's config (YAML/JSON); flags win.")]
 
 
 @app.callback()
@@ -38,10 +37,9 @@ def routing() -> None:
     RecordConfig,
     ("pool", "out", "tasks", "benchmark", "workers", "limit", "max_tokens", "concurrency", "per_worker", "max_run_usd",
      ("split.by", "--split-by"), ("split.key", "--split-key"), ("split.test_percent", "--test-percent"),
-     ("split.validation_percent", "--validation-percent"), "grading", "data_dir"),
+     ("split.validation_percent", "--validation-percent"), "grading", "data_dir", "quiet"),
 )  # fmt: skip
-def record_command(config: ConfigOption = None, quiet: QuietOption = False, as_json: JsonOption = False,
-                   *, flags: Flags) -> None:  # fmt: skip
+def record_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Ask every worker of a pool every task, grade each reply with the task's grader and write a recording
     (resumable; failed calls recorded as failures; --max-run-usd a hard cap)."""
     from podium.evaluate.routing.record import RecordingJob
@@ -49,7 +47,7 @@ def record_command(config: ConfigOption = None, quiet: QuietOption = False, as_j
     try:
         settings = load_config(RecordConfig, config, flags)
         job = RecordingJob.prepare(settings, source=str(config or "record options"))
-        runner = asyncio.run(job.run(progress=not quiet and not as_json))
+        runner = asyncio.run(job.run(progress=not settings.quiet and not as_json))
     except (PodiumError, ValueError) as error:
         raise fail(error) from error
     summary = job.summary(runner)
@@ -62,90 +60,56 @@ def record_command(config: ConfigOption = None, quiet: QuietOption = False, as_j
 
 
 @app.command("import")
-def import_command(
-    source: Annotated[str, typer.Argument(help="routellm-gsm8k (GSM8K responses) or routellm-mmlu (MMLU outcomes).")],
-    out: Annotated[Path, typer.Option("--out", help="The recording's directory.")],
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Benchmark data (default: ../shared/data).")
-    ] = None,
-) -> None:
+@config_options(ImportConfig, ("out", "data_dir"), arguments=("source",))
+def import_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Write one of RouteLLM's recordings of Mixtral and GPT-4 as a Podium recording."""
     from podium.evaluate.routing.importers import import_routellm
 
-    if source not in ("routellm-gsm8k", "routellm-mmlu"):
-        raise fail(ConfigError(f"source: '{source}' is not routellm-gsm8k or routellm-mmlu"))
     try:
-        written = import_routellm(source, out, data_dir, progress=lambda text: errors.print(text, highlight=False))  # type: ignore[arg-type]
+        settings = load_config(ImportConfig, config, flags)
+        out = Path(settings.out)
+        written = import_routellm(settings.source, out, settings.data_dir, progress=_say)
     except PodiumError as error:
         raise fail(error) from error
+    source = settings.source
     typer.echo(printable(f"{source}: {written} outcomes written to {out}" if written else f"{out} holds {source}"))
 
 
-SplitOption = Annotated[str, typer.Option("--split", help="train, validation or test.")]
-RecordingOption = Annotated[Path, typer.Option("--recording", help="A recording (podium routing record or import).")]
-
-
-def _split(split: str) -> Split:
-    if split not in ("train", "validation", "test"):
-        raise fail(ConfigError(f"--split: '{split}' is not train, validation or test"))
-    return split  # type: ignore[return-value]
+def _say(text: str) -> None:
+    errors.print(text, highlight=False)
 
 
 @app.command("tasks")
-def tasks_command(
-    recording: RecordingOption,
-    out: Annotated[Path, typer.Option("--out", help="Tasks JSONL to write (what podium eval, data and train read).")],
-    split: SplitOption = "train",
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="First N tasks of the split.")] = None,
-) -> None:
+@config_options(TasksConfig, ("recording", "out", "split", "limit"))
+def tasks_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """Write the tasks of a recording's split as a tasks file (id, question, gold, verifier, metadata)."""
     try:
-        tasks = Recording.load(recording).in_split(_split(split))[:limit]
+        settings = load_config(TasksConfig, config, flags)
+        tasks = Recording.load(Path(settings.recording)).in_split(settings.split)[: settings.limit]
     except PodiumError as error:
         raise fail(error) from error
     if not tasks:
-        raise fail(ConfigError(f"{recording}: the {split} split has no task"))
+        raise fail(ConfigError(f"{settings.recording}: the {settings.split} split has no task"))
+    out = Path(settings.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = [task.model_dump(mode="json", exclude={"split"}) for task in tasks]
     out.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    typer.echo(f"{len(rows)} {split} tasks in {out}")
-
-
-OrchestratorOption = Annotated[
-    list[str] | None,
-    typer.Option("--orchestrator", help="NAME=RUN_DIR: a `podium eval` run of an escalate-policy orchestrator."),
-]
-CalibrationOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--calibration",
-        help="NAME=RUN_DIR: a `podium eval` run of orchestrator NAME on the validation split, which calibrates its "
-        "escalation probability for --reward-from (without one it gets no NAME_priced row).",
-    ),
-]
+    typer.echo(f"{len(rows)} {settings.split} tasks in {out}")
 
 
 @app.command("compare")
 @config_options(
     CompareConfig,
-    ("recording", "split", "limit", "train_limit", "routers", "reward_from", "prices", "out", "seed", "bootstrap"),
-)
-def compare_command(
-    config: ConfigOption = None,
-    orchestrator: OrchestratorOption = None,
-    calibration: CalibrationOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+    ("recording", "split", "limit", "train_limit", "routers", ("orchestrators", "--orchestrator"),
+     ("calibrations", "--calibration"), "reward_from", "prices", "out", "seed", "bootstrap"),
+)  # fmt: skip
+def compare_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Routers and evaluated orchestrators on one split of a recording: each curve's area and thresholds, and
     accuracy, USD, calls and worker shares at one operating point; the last line printed is one JSON object."""
     from podium.evaluate.report import write_routing_report
     from podium.evaluate.routing.comparing import run_comparison
 
     try:
-        flags.give("orchestrators", named_runs("--orchestrator", orchestrator), "--orchestrator")
-        flags.give("calibrations", named_runs("--calibration", calibration), "--calibration")
         settings = load_config(CompareConfig, config, flags)
         reward = None if settings.reward_from is None else pricing_reward(settings.reward_from)
         comparison = run_comparison(settings, reward, progress=lambda text: errors.print(text, highlight=False))
@@ -166,7 +130,7 @@ def compare_command(
     ThresholdConfig,
     ("recording", "reward_from", "calibration", "prices", "train_limit", "system", ("system_out", "--out")),
 )
-def threshold_command(config: ConfigOption = None, *, flags: Flags) -> None:
+def threshold_command(config: ConfigFileOption = None, *, flags: Flags) -> None:
     """The escalate_above a price sheet picks: the orchestrator escalates where the probability that the first
     reply is wrong passes the break-even one under --reward-from's reward at these prices (priced on the train
     split). A --system whose pool has several workers to escalate to gets one threshold per worker, each priced at
@@ -203,21 +167,6 @@ def rounded(value: float | dict[str, float]) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return ", ".join(f"{worker} {probability:.4f}" for worker, probability in value.items()) or "none pays"
-
-
-def named_runs(option: str, entries: list[str] | None) -> dict[str, str] | None:
-    """``NAME=RUN_DIR`` entries of ``option`` as name → run directory (None: the option was not given)."""
-    if not entries:
-        return None
-    runs = {}
-    for entry in entries:
-        name, _, run_dir = entry.partition("=")
-        if not name or not run_dir:
-            raise ConfigError(f"{option}: '{entry}' is not NAME=RUN_DIR")
-        if name in runs:
-            raise ConfigError(f"{option}: {name} is given twice")
-        runs[name] = run_dir
-    return runs
 
 
 def print_table(comparison: "Comparison") -> None:

@@ -7,12 +7,11 @@ funnel. Exit status: 0 done, 1 the USD cap left steps undone, 2 invalid input.
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from podium.backends.base import BackendError
-from podium.cli.common import JsonOption, QuietOption, fail, report_funnel
+from podium.cli.common import ConfigFileOption, JsonOption, fail, report_funnel
 from podium.cli.fields import Flags, config_options, load_config
 from podium.core.printable import printable
 from podium.data.synth import SynthConfig, synthesize_domain
@@ -29,22 +28,13 @@ def synth() -> None:
 @app.command("domain")
 @config_options(SynthConfig, ("name", "out", "pool", "worker", "validator", "subjects", "records", "functions",
                               "intents", "evolve", "solver", "pass_k", "test_fraction", "temperature", "max_tokens",
-                              "prompts_dir", "concurrency", "max_run_usd", "seed"))  # fmt: skip
-def domain_command(
-    domain: Annotated[str | None, typer.Argument(help="The domain in words, e.g. 'a public library'.")] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="Synthesis config (YAML/JSON); flags override.")
-    ] = None,
-    as_json: JsonOption = False,
-    quiet: QuietOption = False,
-    *,
-    flags: Flags,
-) -> None:
+                              "prompts_dir", "concurrency", "max_run_usd", "seed", "quiet"),
+                arguments=("domain",))  # fmt: skip
+def domain_command(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """domain → subjects → schema → records → validation → functions → intents → tasks → evolution → filters."""
-    flags.give("domain", domain, "DOMAIN")
     try:
         settings = load_config(SynthConfig, config, flags)
-        funnel = asyncio.run(synthesize_domain(settings, progress=not quiet))
+        funnel = asyncio.run(synthesize_domain(settings, progress=not settings.quiet))
     except (PodiumError, BackendError) as error:
         raise fail(error) from error
     report_funnel(funnel, as_json)

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from podium.cli.common import POOL_FIELDS, ConfigFileOption, JsonOption, console, errors, open_pool
-from podium.cli.fields import Flags, config_options, load_settings
+from podium.cli.common import POOL_FIELDS, ConfigFileOption, JsonOption, console, errors, load_settings, open_pool
+from podium.cli.fields import Flags, config_options
 from podium.cli.output import print_json_line, shown
 from podium.core.calls import Status, ToolCall, ToolResult
 from podium.core.printable import printable

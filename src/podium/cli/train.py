@@ -17,7 +17,7 @@ from podium.runtime.checks import NotRunnable
 from podium.train.config import GRPOConfig, SFTConfig
 from podium.train.sft import TrainResult, run_sft
 from podium.train.tasks import load_tasks
-from podium.train.verl import write_verl_launch
+from podium.train.verl import VerlLaunchConfig, write_verl_launch
 
 console = make_console()
 app = typer.Typer(help="Train the orchestrator: SFT on trajectories, then GRPO on executor rollouts.")
@@ -75,17 +75,20 @@ def grpo_command(config: ConfigOption, *, flags: Flags) -> None:
 
 
 @app.command("verl-config")
-def verl_config_command(
-    config: ConfigOption,
-    out: Annotated[Path, typer.Option("--out", help="Directory for the parquet tasks, agent-loop file and script.")],
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="Nodes of the verl run.")] = 1,
-    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, help="GPUs per node.")] = 8,
-) -> None:
-    """Write a verl launch that trains like the GRPO config across nodes, Podium's executor doing the rollouts."""
+@config_options(VerlLaunchConfig, ("out", "nodes", "gpus_per_node"))
+def verl_config_command(config: ConfigOption, *, flags: Flags) -> None:
+    """Write a verl launch that trains like the GRPO config across nodes, Podium's executor doing the rollouts.
+    (--config is the GRPO config; the launch's own settings are flags.)"""
     try:
         settings = GRPOConfig.from_file(config)
+        launch = load_config(VerlLaunchConfig, None, flags)
         script = write_verl_launch(
-            settings, config, load_tasks(settings), out, nodes=nodes, gpus_per_node=gpus_per_node
+            settings,
+            config,
+            load_tasks(settings),
+            Path(launch.out),
+            nodes=launch.nodes,
+            gpus_per_node=launch.gpus_per_node,
         )
     except PodiumError as error:
         raise fail(error) from error

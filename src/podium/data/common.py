@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt
 
 from podium.config import MAX_USD_SPLIT, Config
 from podium.data.funnel import FunnelBuilder, save_funnel, why_empty
@@ -32,6 +32,8 @@ class StageSettings(Config):
     advance starts only if it fits."""
     seed: int = 0
     """Seed of sampling orders, blind labels and splits."""
+    quiet: bool = Field(False, exclude=True)
+    """No progress bar (how this invocation shows itself: not part of the stage's settings)."""
 
 
 @dataclass

@@ -43,11 +43,25 @@ class DifficultyConfig(ItemSource, StageSettings):
     """… and strictly below this."""
     preferences: str | None = None
     """Preference pairs (``podium data preferences`` output) to attach, one per task, for ToolOrchestra's reward."""
+    pool: str | None = Field(None, exclude=True)
+    """Pool file of the worker that answers alone (default: embedded); sets ``solver``."""
+    worker: str | None = Field(None, exclude=True)
+    """The worker that answers alone (default: the pool's first); sets ``solver``."""
 
     @model_validator(mode="after")
     def _band(self) -> "DifficultyConfig":
         if self.min_rate >= self.max_rate:
             raise ValueError(f"min_rate ({self.min_rate}) must be below max_rate ({self.max_rate})")
+        return self
+
+    @model_validator(mode="after")
+    def _worker_alone(self) -> "DifficultyConfig":
+        """``pool`` and ``worker`` name a worker answering alone: the solver, written where a system would be."""
+        if self.pool is None and self.worker is None:
+            return self
+        if "solver" in self.model_fields_set:
+            raise ValueError("give solver (a system) or pool and worker (a worker answering alone), not both")
+        self.__dict__["solver"] = worker_solver(self.pool, self.worker)
         return self
 
 

@@ -1,8 +1,10 @@
-"""What ``podium eval`` runs: the system file, the items, where results go and how the run goes. Every field is a
-flag and a key of an ``--config`` file (:mod:`podium.cli.fields`)."""
+"""What ``podium eval`` runs (the system file, the items, where results go and how the run goes) and what
+``podium report`` shows. Every field is a flag and a key of an ``--config`` file (:mod:`podium.cli.fields`)."""
 
-from pydantic import NonNegativeFloat, PositiveInt
+from pydantic import Field, NonNegativeFloat, PositiveInt
 
+from podium.config import Config
+from podium.core.preference import Preference
 from podium.datasets.selection import ItemSelection
 from podium.evaluate.gate import GateConfig
 
@@ -39,3 +41,18 @@ class EvalConfig(ItemSelection):
     """Price sheet merged over the system pool's prices (evaluate under unseen prices)."""
     gate: GateConfig = GateConfig()
     """With ``against``, how the run is compared with a baseline run on the same items, and when it wins."""
+
+
+class ReportConfig(Config):
+    """A static HTML report (plots, tables, trajectory viewer) of evaluation runs or data stages."""
+
+    runs: list[str] = Field(min_length=1)
+    """Run directories of ``podium eval``, or ``podium data`` stage directories / funnels."""
+    out: str
+    """Directory for index.html, plots and trajectory pages."""
+    baseline: str | None = None
+    """System name whose runs are M0 for the preference-aware score."""
+    preference: Preference | None = None
+    """The preference the score weighs by (instruction, weights)."""
+    max_items: PositiveInt = 300
+    """Attempts shown per trajectory page."""

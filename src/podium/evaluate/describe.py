@@ -16,10 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import yaml
+from pydantic import Field, PositiveInt
 
 from podium.backends.base import BackendError, ChatBackend
+from podium.config import Config
 from podium.core.answers import extract_answer
 from podium.core.files import write_atomically
 from podium.core.messages import Message
@@ -195,23 +198,36 @@ async def write_description(describer: ChatBackend, runs: list[DescribedTask], *
     return generation.text.strip()
 
 
-@dataclass(frozen=True)
-class DescriptionRequest:
+class DescriptionRequest(Config):
     """What to describe workers on: a tasks file, how many to sample and how to judge them, and who writes."""
 
-    tasks: Path
+    tasks: str
+    """JSONL of tasks with 'question' and 'answer' fields."""
     describer: str | None = None
-    """The worker that writes; default: the pool's role worker, else its first worker."""
-    n: int = 10
-    verifier: str = "qa"
+    """The worker that writes the descriptions (default: the pool's role worker, else its first worker)."""
+    n: PositiveInt = 10
+    """Tasks sampled (the same sample for every worker described)."""
+    verifier: Literal["qa", "math", "mc"] = "qa"
+    """How answers are checked: qa, math or mc."""
     seed: int = 0
+    """Seed of the task sample."""
 
     def sample(self) -> list[TaskRow]:
         """The seeded sample of ``n`` tasks (the same for every worker of a refresh)."""
-        if self.verifier not in VERIFIERS:
-            raise ConfigError(f"verifier: '{self.verifier}' is not one of {sorted(VERIFIERS)}")
-        rows = read_tasks(self.tasks)
+        rows = read_tasks(Path(self.tasks))
         return random.Random(self.seed).sample(rows, min(self.n, len(rows)))
+
+
+class DescribeConfig(DescriptionRequest):
+    """``podium describe-model`` and ``podium pool refresh-descriptions``: which workers of which pool are
+    described, on what, and where their descriptions are recorded."""
+
+    pool: str | None = None
+    """Pool file (PoolConfig); default: the embedded offline pool."""
+    workers: list[str] = Field(default_factory=list)
+    """The workers described (default: every worker of the pool)."""
+    out: str | None = None
+    """Descriptions file the descriptions are recorded in (default: the pool's descriptions file)."""
 
 
 async def describe_worker(
@@ -232,7 +248,7 @@ async def describe_worker(
     text, rejected = grounded(written, figures)
     provenance = Provenance(
         tasks=str(request.tasks),
-        tasks_sha256=hashlib.sha256(request.tasks.read_bytes()).hexdigest(),
+        tasks_sha256=hashlib.sha256(Path(request.tasks).read_bytes()).hexdigest(),
         task_ids=[row.line for row in sample],
         solved=sum(run.correct for run in runs),
         verifier=request.verifier,

@@ -143,6 +143,23 @@ class ExperimentConfig(Config):
         return self
 
 
+class ExperimentRunConfig(Config):
+    """``podium experiment run``: an experiment file at one scale, its arms, where they run and what is shown."""
+
+    experiment: str
+    """Experiment file (experiments/*.yaml)."""
+    scale: Scale = "small"
+    """small: the embedded model, a few items; full: real endpoints, paper sizes."""
+    out: str | None = None
+    """Output directory (default: runs/experiments/NAME-SCALE)."""
+    arms: list[str] | None = None
+    """Only these arms (default: every arm)."""
+    data_dir: str | None = None
+    """Benchmark data (default: $PODIUM_DATA or ../shared/data)."""
+    quiet: bool = False
+    """No progress bar."""
+
+
 @dataclass(frozen=True)
 class Arm:
     """An arm at one scale, validated."""

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import PositiveInt
 
+from podium.config import Config
 from podium.core.trajectory import Trajectory
 from podium.datasets.items import BenchmarkItem
 from podium.errors import ConfigError
@@ -28,6 +30,17 @@ AGENT_CLASS = "podium.train.verl_agent.PodiumAgentLoop"
 """Import path verl instantiates (through hydra) for that name."""
 LOSS_AGGREGATION = {"dapo": "token-mean", "bnpo": "token-mean", "grpo": "seq-mean-token-mean"}
 """Podium's loss normalisation → verl's ``actor.loss_agg_mode``."""
+
+
+class VerlLaunchConfig(Config):
+    """``podium train verl-config``: where the verl launch of a GRPO config goes, and the cluster it runs on."""
+
+    out: str
+    """Directory for the parquet tasks, agent-loop file and script."""
+    nodes: PositiveInt = 1
+    """Nodes of the verl run."""
+    gpus_per_node: PositiveInt = 8
+    """GPUs per node."""
 
 
 def agent_output(trajectory: Trajectory, chat: ChatFormat, response_length: int) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The configs of the routing commands: every field is a flag and a YAML key (``--config FILE``), written once."""
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Literal, Self, get_args
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from podium.config import MAX_USD_SPLIT, Config
 from podium.graders.grader import GradingConfig
@@ -41,12 +41,49 @@ class RecordConfig(Config):
     """How replies are graded; default: each task's own verifier. ``{verifier: judge, judge: {…}}``: an LLM judge."""
     data_dir: str | None = None
     """Benchmark data (default: $PODIUM_DATA or ../shared/data)."""
+    quiet: bool = Field(False, exclude=True)
+    """No progress bar (how this invocation shows itself: not part of the recording's settings)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
         if (self.tasks is None) == (self.benchmark is None):
             raise ValueError("give tasks (a file) or benchmark (a name), one of them")
         return self
+
+
+Source = Literal["routellm-gsm8k", "routellm-mmlu"]
+"""RouteLLM's recordings Podium imports: GSM8K responses, MMLU outcomes."""
+
+
+class ImportConfig(Config):
+    """``podium routing import``: one of RouteLLM's recordings of Mixtral and GPT-4 as a Podium recording."""
+
+    source: Source
+    """routellm-gsm8k (GSM8K responses) or routellm-mmlu (MMLU outcomes)."""
+    out: str
+    """The recording's directory."""
+    data_dir: str | None = None
+    """Benchmark data (default: $PODIUM_DATA or ../shared/data)."""
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _known(cls, source: Any) -> Any:
+        if source not in get_args(Source):
+            raise ValueError(f"'{source}' is not {' or '.join(get_args(Source))}")
+        return source
+
+
+class TasksConfig(Config):
+    """``podium routing tasks``: the tasks of a recording's split as a tasks file."""
+
+    recording: str
+    """A recording (``podium routing record`` or ``import``)."""
+    out: str
+    """Tasks JSONL to write (what ``podium eval``, ``data`` and ``train`` read)."""
+    split: Split = "train"
+    """The split whose tasks are written."""
+    limit: PositiveInt | None = None
+    """Only the first N tasks of the split."""
 
 
 class CompareConfig(Config):

@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Literal
 
 from podium import core
 from podium.backends.replay import (
@@ -48,6 +47,7 @@ from podium.datasets.benchmark import shared_data_dir
 from podium.datasets.items import BenchmarkItem
 from podium.datasets.loaders import get_benchmark
 from podium.errors import ConfigError, PodiumError
+from podium.evaluate.routing.config import Source
 from podium.evaluate.routing.record import RecordingWriter, file_digest, new_manifest, now
 from podium.graders import math as math_grader
 from podium.graders import math_rules
@@ -72,7 +72,6 @@ MMLU_RECORDING = "routing/mmlu"
 GSM8K_FILE = "math/gsm8k_test.jsonl"
 GRADING_CODE = (math_grader, math_rules, core.answers)
 """Modules whose code decides a grade (their bytes key the cache of grades)."""
-Source = Literal["routellm-gsm8k", "routellm-mmlu"]
 Progress = Callable[[str], None]
 
 
