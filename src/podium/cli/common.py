@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from podium.solve.records import Funnel
     from podium.train.config import GRPOConfig
 
-PoolOption = Annotated[
-    Path | None, typer.Option("--pool", help="Pool YAML (PoolConfig); default: the embedded offline pool.")
-]
 POOL_FIELDS = ("pool", "prices", "sandbox_config", "allow_unisolated")
 """The fields of :class:`~podium.pool.choice.PoolChoice`, each a flag of every command that opens a pool."""
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON Lines: one JSON object per line.")]
