@@ -28,17 +28,23 @@ class Outcome:
     """(prompt tokens, completion tokens), to price it at another price."""
 
 
-@dataclass(frozen=True)
-class RoutedWorker:
-    """A recorded worker and its price under the sheet."""
+class Priced:
+    """A worker with a price: what a recorded outcome's tokens cost at that price."""
 
-    name: str
-    model: str
     price: ModelPrice
 
     def usd(self, outcome: Outcome) -> float:
         """What it charges for ``outcome``'s tokens."""
         return self.price.cost(*outcome.tokens)
+
+
+@dataclass(frozen=True)
+class RoutedWorker(Priced):
+    """A recorded worker and its price under the sheet."""
+
+    name: str
+    model: str
+    price: ModelPrice
 
 
 @dataclass(frozen=True)

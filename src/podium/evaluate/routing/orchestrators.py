@@ -27,12 +27,12 @@ from podium.evaluate.routing.metrics import Point, tally
 from podium.evaluate.runner import EvalRecord, load_run
 from podium.policies.escalate import ACCEPT, ROLE
 from podium.pool.pool import worker_prices
-from podium.routers.data import Outcome, RoutingItem, RoutingSet
+from podium.routers.data import Priced, RoutingItem, RoutingSet
 from podium.solve.config import SystemConfig
 
 
 @dataclass(frozen=True)
-class Worker:
+class Worker(Priced):
     """A replay worker of the evaluated pool and the recorded worker it stands for."""
 
     name: str
@@ -40,10 +40,6 @@ class Worker:
     """The recorded worker whose outcomes it replays (None: it stands for none of them)."""
     price: ModelPrice
     """Its price in the run (a given sheet's entry, else its inline price, else the pool's sheet)."""
-
-    def usd(self, outcome: Outcome) -> float:
-        """What it charges for replaying ``outcome``."""
-        return self.price.cost(*outcome.tokens)
 
 
 @dataclass(frozen=True)
