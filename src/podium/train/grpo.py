@@ -15,7 +15,7 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from podium.backends.base import ChatBackend
 from podium.core.trajectory import Trajectory
@@ -219,15 +219,22 @@ def grpo_arguments(config: GRPOConfig, base: dict[str, Any]) -> Any:
     )
 
 
-def grpo_trainer(
-    config: GRPOConfig,
-    *,
-    rollouts: RolloutSource | None = None,
-    tools: Sequence[str] | None = None,
-    model: Any = None,
-    tokenizer: Any = None,
-) -> PodiumGRPOTrainer:
+class GivenInputs(TypedDict, total=False):
+    """What a GRPO run may be given in place of what its config names."""
+
+    rollouts: RolloutSource
+    """Replaces the executor (tests script trajectories)."""
+    tools: Sequence[str]
+    """The tools of ToolOrchestra's metric vector, with ``rollouts`` (otherwise they come from the pool)."""
+    model: Any
+    """An in-memory policy, with ``tokenizer`` (otherwise ``config.model`` is loaded)."""
+    tokenizer: Any
+
+
+def grpo_trainer(config: GRPOConfig, **given: Unpack[GivenInputs]) -> PodiumGRPOTrainer:
     """The trainer of ``config.model`` (or the given in-memory ``model``), ready to train (see :func:`run_grpo`)."""
+    rollouts, tools = given.get("rollouts"), given.get("tools")
+    model, tokenizer = given.get("model"), given.get("tokenizer")
     device = resolve_device(config.device)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(config.model, device)
@@ -253,21 +260,14 @@ def grpo_trainer(
         )
 
 
-def run_grpo(
-    config: GRPOConfig,
-    *,
-    rollouts: RolloutSource | None = None,
-    tools: Sequence[str] | None = None,
-    model: Any = None,
-    tokenizer: Any = None,
-) -> TrainResult:
+def run_grpo(config: GRPOConfig, **given: Unpack[GivenInputs]) -> TrainResult:
     """Train ``config.model`` (or the given in-memory ``model``) with GRPO and save it in ``config.output_dir``.
 
     ``rollouts`` replaces the executor (tests script trajectories); ``tools`` then names the tools of ToolOrchestra's
     metric vector, which otherwise come from the pool. With ``kl_beta`` > 0 the frozen reference is loaded from the
     policy's checkpoint directory, so an in-memory model must have been loaded from one.
     """
-    trainer = grpo_trainer(config, rollouts=rollouts, tools=tools, model=model, tokenizer=tokenizer)
+    trainer = grpo_trainer(config, **given)
     trainer.train()
     output = Path(config.output_dir)
     trainer.save_model(str(output))
