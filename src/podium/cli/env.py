@@ -4,7 +4,7 @@ saved. Every score is the official tau2 reward (with its DB / COMMUNICATE / ACTI
 Podium's stricter verdict ``strict_solved`` (SPEC §6.3); see :mod:`podium.envs.evaluation`."""
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -14,7 +14,7 @@ from rich.table import Table
 
 from podium.backends.base import BackendError
 from podium.cli.common import ConfigFileOption, JsonOption, console, errors, fail, load_settings, print_trace
-from podium.cli.fields import Flags, config_options
+from podium.cli.fields import FieldSpec, Flags, config_options
 from podium.cli.output import print_json_line, shown
 from podium.core.progress import ProgressBar
 from podium.core.trajectory import write_trajectories
@@ -45,6 +45,35 @@ def _load(name: str, directory: str | None) -> Domain:
         return load_domain(name, directory)
     except (KeyError, FileNotFoundError, PodiumError) as error:
         raise fail(error) from error
+
+
+DomainSettings = TypeVar("DomainSettings", bound=DomainData)
+DomainBody = Callable[[Domain, DomainSettings, Path | None, bool], None]
+
+
+def domain_command(
+    name: str, config_type: type[DomainSettings], fields: Sequence[FieldSpec]
+) -> Callable[[DomainBody[DomainSettings]], DomainBody[DomainSettings]]:
+    """Register ``body`` as the command ``name`` of one domain: its DOMAIN argument, ``--config``, ``--json`` and
+    the ``fields`` of ``config_type`` as options; ``body`` gets the domain (from the settings' data directory),
+    the settings, the config file and whether JSON was asked for. Its docstring is the command's help."""
+
+    def decorate(body: DomainBody[DomainSettings]) -> DomainBody[DomainSettings]:
+        def command(
+            domain_name: DomainArgument,
+            config: ConfigFileOption = None,
+            as_json: JsonOption = False,
+            *,
+            flags: Flags,
+        ) -> None:
+            settings = load_settings(config_type, config, flags)
+            body(_load(domain_name, settings.data_dir), settings, config, as_json)
+
+        command.__name__, command.__doc__ = body.__name__, body.__doc__
+        app.command(name)(config_options(config_type, fields)(command))
+        return body
+
+    return decorate
 
 
 def _progress(items: Iterable[T], total: int, what: str) -> Iterator[T]:
@@ -101,19 +130,10 @@ def _replay_row(domain: Domain, task: Any) -> dict[str, Any]:
     }
 
 
-@app.command("replay")
-@config_options(ReplayConfig, ("task", "data_dir"))
-def env_replay(
-    domain_name: DomainArgument,
-    config: ConfigFileOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+@domain_command("replay", ReplayConfig, ("task", "data_dir"))
+def env_replay(domain: Domain, settings: ReplayConfig, config: Path | None, as_json: bool) -> None:
     """Replay each task's golden actions on a fresh database (did every action run, did the database change) and
     score the conversation that performs them and tells every required fact: its tau2 reward and strict verdict."""
-    settings = load_settings(ReplayConfig, config, flags)
-    domain = _load(domain_name, settings.data_dir)
     tasks = [_task(domain, settings.task)] if settings.task is not None else domain.tasks
     table = Table()
     for column in ("task", "actions", "replay", "db changed", "info", "tau2 reward", "strict", "failed actions"):
@@ -151,19 +171,10 @@ DOMAIN_TASK_FIELDS = (
 """The fields of :class:`DomainTaskConfig` offered as flags (the others: in its ``--config`` file, a system file)."""
 
 
-@app.command("run")
-@config_options(DomainTaskConfig, DOMAIN_TASK_FIELDS)
-def env_run(
-    domain_name: DomainArgument,
-    config: ConfigFileOption = None,
-    as_json: JsonOption = False,
-    *,
-    flags: Flags,
-) -> None:
+@domain_command("run", DomainTaskConfig, DOMAIN_TASK_FIELDS)
+def env_run(domain: Domain, settings: DomainTaskConfig, config: Path | None, as_json: bool) -> None:
     """Run one task end to end: the orchestrator over the pool plus the domain's tools converses with a
     simulated user; then its tau2 reward (DB / COMMUNICATE / ACTION) and Podium's strict verdict."""
-    settings = load_settings(DomainTaskConfig, config, flags)
-    domain = _load(domain_name, settings.data_dir)
     chosen = _task(domain, settings.task)
     try:
         pool = settings.open(settings.pool_config())
