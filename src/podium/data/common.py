@@ -36,6 +36,15 @@ class StageSettings(Config):
     """No progress bar (how this invocation shows itself: not part of the stage's settings)."""
 
 
+class LLMStageSettings(StageSettings):
+    """A stage whose steps ask an LLM for JSON (:mod:`podium.data.llm`)."""
+
+    attempts: PositiveInt = 2
+    """Requests per step: a reply that fails its checks is sent back with the problem, until this many were made."""
+    prompts_dir: str | None = None
+    """Directory searched first for the stage's versioned prompt files (``<group>/<name>.vN.txt``)."""
+
+
 @dataclass
 class Stage:
     """An open stage directory and its runner."""

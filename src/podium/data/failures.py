@@ -22,7 +22,7 @@ from podium.backends.base import ChatBackend
 from podium.core.budget import StopReason
 from podium.core.files import write_atomically
 from podium.core.record import Record
-from podium.data.common import StageSettings, finish_stage, open_stage
+from podium.data.common import LLMStageSettings, finish_stage, open_stage
 from podium.data.constraints import Constraint, ConstraintSet
 from podium.data.eval_input import read_rows
 from podium.data.funnel import FunnelBuilder
@@ -47,7 +47,7 @@ RULE_CONSTRAINTS = {
 """The constraint a rule attaches to the failures it classifies."""
 
 
-class ClassifyConfig(StageSettings):
+class ClassifyConfig(LLMStageSettings):
     """The failure classifier."""
 
     inputs: list[str] = Field(min_length=1)
@@ -60,16 +60,12 @@ class ClassifyConfig(StageSettings):
     """Longest constraint accepted, in words (Uno: 30)."""
     min_count: PositiveInt = 1
     """A category yields a constraint once it accounts for at least this many failures."""
-    attempts: PositiveInt = 2
-    """Requests per failure: a reply that fails the checks is sent back with the problem once more."""
     max_tokens: PositiveInt = 384
     """Completion budget of one classifier reply."""
     temperature: NonNegativeFloat = 0.0
     """Sampling temperature of the classifier."""
     max_trace_chars: PositiveInt = 12_000
     """The trajectory shown to the classifier is cut to this many characters (start and end kept)."""
-    prompts_dir: str | None = None
-    """Directory searched first for versioned prompt files (``failures/classify.vN.txt``)."""
 
 
 class Classification(Record):

@@ -19,7 +19,7 @@ from podium.backends.base import ChatBackend
 from podium.config import read_structured_file
 from podium.core.preference import OUTCOME_KEYS, Preference
 from podium.core.record import Record
-from podium.data.common import StageSettings, finish_stage, open_stage
+from podium.data.common import LLMStageSettings, finish_stage, open_stage
 from podium.data.funnel import FunnelBuilder
 from podium.data.llm import StepModel, ask_json, load_prompt, request_bound
 from podium.data.pools import PoolCache, shared_pool
@@ -35,7 +35,7 @@ CHECK_TOKENS = 160
 """Completion budget of one consistency check."""
 
 
-class PreferenceConfig(StageSettings):
+class PreferenceConfig(LLMStageSettings):
     """Preference pairs for a pool."""
 
     pool: str | None = None
@@ -58,10 +58,6 @@ class PreferenceConfig(StageSettings):
     """Sampling temperature of proposals (validation runs at 0)."""
     max_tokens: PositiveInt = 768
     """Completion budget of one proposal request."""
-    attempts: PositiveInt = 2
-    """Requests per proposal or check: a reply that fails its checks is sent back once more."""
-    prompts_dir: str | None = None
-    """Directory searched first for versioned prompt files (``preferences/propose.vN.txt``, ``validate.vN.txt``)."""
 
 
 class PreferencePair(Record):

@@ -5,12 +5,12 @@ from typing import Any
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from podium.core.record import Record
-from podium.data.common import StageSettings
+from podium.data.common import LLMStageSettings
 from podium.pool.config import PoolConfig
 from podium.solve.config import SystemConfig
 
 
-class SynthConfig(StageSettings):
+class SynthConfig(LLMStageSettings):
     """ToolScale synthesis of one tau2-format domain (ToolOrchestra §3.3, appendix 17-19)."""
 
     domain: str = Field(min_length=3)
@@ -45,10 +45,6 @@ class SynthConfig(StageSettings):
     """Sampling temperature of the writing steps (validation runs at 0)."""
     max_tokens: PositiveInt = 1536
     """Completion budget of one step."""
-    attempts: PositiveInt = 2
-    """Requests per step: a reply that fails its checks is sent back with the problem once more."""
-    prompts_dir: str | None = None
-    """Directory searched first for versioned prompt files (``toolscale/<step>.vN.txt``)."""
     call_timeout_s: PositiveInt = 10
     """Seconds a golden call may run when the calls are executed."""
 
