@@ -158,6 +158,9 @@ def evaluate(
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/podium-train-demo"), help="Work directory.")
+    parser.add_argument(
+        "--model", help="Checkpoint directory (Hugging Face format) to start from; default: the embedded SmolLM2."
+    )
     parser.add_argument("--quick", action="store_true", help="The smallest run, that only checks the pipeline.")
     parser.add_argument("--sft-examples", type=int, default=12, help="Teacher trajectories.")
     parser.add_argument("--sft-steps", type=int, default=3, help="SFT optimiser steps (batch 4).")
@@ -200,7 +203,7 @@ def demonstrate(args: argparse.Namespace) -> Evaluation:
 
 def train(args: argparse.Namespace, evaluation: Evaluation) -> dict[str, Any]:
     """Evaluate the base model, SFT it on the demonstrations, evaluate, GRPO it, evaluate."""
-    out, model_config = args.out, ModelConfig(name=POLICY, cpu_threads=1)
+    out, model_config = args.out, ModelConfig(name=POLICY, path=args.model, cpu_threads=1)
     lora = LoraConfig(layers=args.lora_layers) if args.lora_layers else None
     held_out = make_tasks(args.eval_questions, seed=3)
     rl_tasks = make_tasks(args.grpo_steps * args.questions_per_step, seed=2)

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from podium.sandbox import Sandbox, SandboxConfig
@@ -33,3 +35,12 @@ def hotpot_index(embedder):
 
     build_hotpot_index(embedder=embedder)
     return PassageIndex.load(default_index_dir(), embedder=embedder)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """A randomly initialised stand-in for SmolLM2-135M (tests/tiny_model.py), written once per test worker, for the
+    recipe tests that check plumbing rather than the model's answers."""
+    from tests.tiny_model import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -2,7 +2,7 @@
 OpenAI-compatible test server (tests/workers_server.py: three models of different skill per subject and different
 prices) over MMLU-Pro questions: record, compare, collect, a few SFT steps, evaluate, threshold, compare again,
 evaluate a router system, serve one request. The figures it prints are checked against values computed by hand from
-the recording."""
+the recording. The orchestrator is a tiny randomly initialised stand-in for SmolLM2 (tests/tiny_model.py)."""
 
 import json
 import os
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import openai
 import pytest
+import yaml
 
 from podium.datasets.loaders import shared_data_dir
 from tests.workers_server import workers_server
@@ -88,9 +89,22 @@ def by_hand(recording: Path, split: str, limit: int | None = None) -> dict[str, 
     return figures
 
 
-def test_the_readme_own_pool_section_runs_as_written(tmp_path) -> None:
+def point_at(checkpoint: Path, config: Path, key: str) -> None:
+    """Set ``path`` of the mapping ``key`` in the YAML ``config`` to ``checkpoint``, as a user points a recipe at
+    their own checkpoint."""
+    data = yaml.safe_load(config.read_text())
+    assert "path" not in data[key]
+    data[key]["path"] = str(checkpoint)
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_the_readme_own_pool_section_runs_as_written(tmp_path, tiny_model) -> None:
     commands = section_commands()
     shutil.copytree(ROOT / "examples" / "own-pool", tmp_path / "examples" / "own-pool")
+    # The orchestrator trained, evaluated and served is the tiny stand-in for SmolLM2 (tests/tiny_model.py): what
+    # is checked here is the plumbing and figures computed from the records, not what the model decides.
+    point_at(tiny_model, tmp_path / "examples" / "own-pool" / "sft.yaml", "model")
+    point_at(tiny_model, tmp_path / "examples" / "own-pool" / "system.yaml", "orchestrator")
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     pool = tmp_path / "examples" / "own-pool" / "pool.yaml"
     with workers_server() as url:

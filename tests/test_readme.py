@@ -27,6 +27,8 @@ from tests.doc_blocks import ROOT, blocks, commands, every_block
 SERVE_GUIDE = ROOT / "docs" / "guides" / "serve.md"
 RUN = 'podium run "What is 17 * 23?" --pool examples/demo/pool-trained.yaml --config examples/demo/serial.yaml'
 SFT = "podium train sft --config examples/data/train_sft.yaml --max-steps 2"
+TINY_MODEL = "tiny-stand-in"
+"""The model name of the tiny stand-in for SmolLM2 in the pool the tau2 commands run with."""
 
 DOC_COMMANDS: dict[str, list[str]] = {
     RUN: ["--max-turns", "1", "--trace", "out.jsonl"],
@@ -107,8 +109,27 @@ def workdir(tmp_path_factory) -> Path:
     return directory
 
 
-def podium(workdir: Path, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    words = shlex.split(command)[1:] + DOC_COMMANDS[command]
+@pytest.fixture(scope="module")
+def tiny_pool(workdir, tiny_model) -> Path:
+    """The embedded offline pool with the tiny stand-in for SmolLM2 (tests/tiny_model.py) as its model: for the
+    tau2 commands, whose checks are the conversation's path to the official reward, not what the model says. It
+    shares SmolLM2's tokenizer, so prompts and grammars take the same tokens."""
+    from podium.pool.pool import embedded_pool_config
+
+    pool = embedded_pool_config()
+    [embedded] = pool.workers
+    worker = embedded.model_copy(update={"model": TINY_MODEL, "path": str(tiny_model)})
+    path = workdir / "tiny-pool.yaml"
+    data = pool.model_copy(update={"workers": [worker]}).model_dump(mode="json", exclude_defaults=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def podium(
+    workdir: Path, command: str, timeout: float = 600, added: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """Run a documented ``command`` with what DOC_COMMANDS appends to it, then ``added``."""
+    words = shlex.split(command)[1:] + DOC_COMMANDS[command] + list(added)
     # As a shell would: a word with a wildcard becomes the matching paths.
     arguments = [path for word in words for path in (sorted(glob.glob(word, root_dir=workdir)) or [word])]
     return subprocess.run(
@@ -184,22 +205,22 @@ def test_model_commands(workdir, command):
 
 
 @pytest.mark.slow
-def test_env_run_plays_an_airline_task_on_the_embedded_model(workdir):
+def test_env_run_plays_an_airline_task_on_the_embedded_pool(workdir, tiny_pool):
     pytest.importorskip("tau2", reason="the tau2 extra is not installed")
-    from podium.backends.embedded import EMBEDDED_MODEL
     from podium.core.budget import StopReason
     from podium.core.trajectory import read_trajectories
     from podium.envs import load_domain
     from podium.envs.evaluation import grade_trajectory
     from podium.graders.environment import EnvironmentVerifier
 
-    completed = podium(workdir, "podium env run airline --task 7 --max-turns 1 --allow python")
+    command = "podium env run airline --task 7 --max-turns 1 --allow python"
+    completed = podium(workdir, command, added=("--pool", str(tiny_pool)))
     assert completed.returncode == 0, completed.stderr
     assert "tau2_reward" in completed.stdout
     # The episode as traced: constrained orchestrator turns, the simulated user, and one verdict from both graders.
     [trajectory] = read_trajectories(workdir / "airline.jsonl")
     assert len(trajectory.turns) == 1 and trajectory.metadata["constrained"]
-    assert trajectory.metadata["user_model"] == EMBEDDED_MODEL and trajectory.metadata["user_turns"] >= 1
+    assert trajectory.metadata["user_model"] == TINY_MODEL and trajectory.metadata["user_turns"] >= 1
     assert trajectory.stop_reason in {StopReason.MAX_TURNS, StopReason.ENV_DONE, StopReason.MAX_PARSE_ERRORS}
     assert trajectory.metadata["env_db_hash"]
     airline = load_domain("airline")
@@ -214,7 +235,7 @@ SFT_BATCH = 8
 
 
 @pytest.mark.slow
-def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir):
+def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir, tiny_model):
     grpo = "podium train grpo --config examples/data/train_grpo.yaml"
     early = podium(workdir, grpo)
     assert early.returncode == 2
@@ -226,7 +247,9 @@ def test_training_examples_run_in_order_and_name_the_missing_checkpoint(workdir)
     [trajectories] = config["trajectories"]
     lines = (ROOT / trajectories).read_text(encoding="utf-8").splitlines()
     (workdir / "short.jsonl").write_text("".join(f"{line}\n" for line in sorted(lines, key=len)[:SFT_BATCH]))
-    sft = podium(workdir, SFT)
+    # Trained from the tiny stand-in for SmolLM2 (tests/tiny_model.py): the step and the checkpoint it writes are
+    # checked, not what the model learns.
+    sft = podium(workdir, SFT, added=("--model", str(tiny_model)))
     assert sft.returncode == 0, sft.stderr
     assert (workdir / "checkpoints" / "sft" / "config.json").exists()
 
@@ -244,12 +267,16 @@ def test_eval_then_report(workdir):
 
 
 @pytest.mark.slow
-def test_tau2_eval_then_score(workdir):
+def test_tau2_eval_then_score(workdir, tiny_pool):
     command = (
         "podium eval --benchmark tau2_retail --system examples/systems/embedded-tau2.yaml --limit 1 --out "
         "runs/retail --tau2-results runs/retail.json"
     )
-    evaluated = podium(workdir, command)
+    # the documented system over the embedded pool with the tiny stand-in as its model
+    system = yaml.safe_load((ROOT / "examples" / "systems" / "embedded-tau2.yaml").read_text(encoding="utf-8"))
+    assert "pool" not in system
+    (workdir / "tiny-tau2.yaml").write_text(yaml.safe_dump({**system, "pool": str(tiny_pool)}), encoding="utf-8")
+    evaluated = podium(workdir, command, added=("--system", "tiny-tau2.yaml"))
     assert evaluated.returncode == 0, evaluated.stderr
     scored = podium(workdir, "podium env score runs/retail.json")
     assert scored.returncode == 0, scored.stderr

@@ -5,17 +5,17 @@ Without the main CLI: ``python -m podium.cli.index hotpot``.
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
-from podium.cli.common import ConfigFileOption, fail
+from podium.cli.common import ConfigFileOption, JsonOption, fail
 from podium.cli.fields import Flags, config_options, load_config
 from podium.cli.output import make_console, print_json_line, shown
 from podium.core.printable import printable
 from podium.errors import PodiumError
-from podium.retrieval.config import HotpotIndexConfig, IndexBuildConfig, IndexConfig
+from podium.retrieval.config import HotpotIndexConfig, IndexBuildConfig, IndexConfig, IndexSearchConfig
 
 if TYPE_CHECKING:  # needs the search extra; commands import it when they run
     from podium.retrieval.index import BuildReport
@@ -52,17 +52,14 @@ def _built(report: "BuildReport", passages: str, target: Path) -> None:
 
 
 @app.command("search")
-def search(
-    directory: Annotated[Path, typer.Argument(help="Index directory written by `podium index build`.")],
-    query: Annotated[str, typer.Argument(help="The search query.")],
-    k: Annotated[int, typer.Option("-k", "--k", min=1, help="Number of passages to return.")] = 5,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON Lines: one passage per line.")] = False,
-) -> None:
+@config_options(IndexSearchConfig, (("k", "-k"),), arguments=("directory", "query"))
+def search(config: ConfigFileOption = None, as_json: JsonOption = False, *, flags: Flags) -> None:
     """Print the top-k passages of an index for a query, with ids, titles and scores."""
     try:
+        settings = load_config(IndexSearchConfig, config, flags)
         from podium.retrieval.index import PassageIndex
 
-        hits = PassageIndex.load(directory, query_cache_size=0).search([query], k)[0]
+        hits = PassageIndex.load(Path(settings.directory), query_cache_size=0).search([settings.query], settings.k)[0]
     except PodiumError as error:
         raise fail(error) from error
     if as_json:

@@ -1,4 +1,5 @@
-"""How passage indexes are built, and what ``podium index build`` and ``podium index hotpot`` build. Needs no
+"""How passage indexes are built, what ``podium index build`` and ``podium index hotpot`` build, and what
+``podium index search`` asks. Needs no
 optional dependency (the commands read these before loading the search extra)."""
 
 from typing import Literal
@@ -79,3 +80,14 @@ class HotpotIndexConfig(Config):
     """Rebuild even if the index is up to date."""
     index: IndexConfig = Field(default_factory=IndexConfig)
     """How the index is built."""
+
+
+class IndexSearchConfig(Config):
+    """``podium index search``: the top passages of an index for one query."""
+
+    directory: str
+    """Index directory written by ``podium index build``."""
+    query: str
+    """The search query."""
+    k: PositiveInt = 5
+    """Number of passages to return."""
