@@ -70,6 +70,8 @@ def test_a_worker_entry_is_its_own_fields_beside_its_backend_spec_and_dumps_as_w
         entry = worker.model_dump(mode="json")
         assert entry["backend"] == worker.backend.kind and entry["model"] == "m"
         assert WorkerConfig.model_validate(entry) == worker
+    embedded = WorkerConfig(name="e", backend="local", model=LocalBackendSpec().model)  # its spec's default model
+    assert WorkerConfig.model_validate(embedded.model_dump(mode="json", exclude_defaults=True)) == embedded
     path.write_text("workers:\n  - name: a\n    backend: local\n    model: m\n    base_url: x\n")
     with pytest.raises(ConfigError, match=r"pool.yaml:5: workers\.0\.base_url: Extra inputs are not permitted"):
         load_pool_config(path)

@@ -118,7 +118,8 @@ def tiny_pool(workdir, tiny_model) -> Path:
 
     pool = embedded_pool_config()
     [embedded] = pool.workers
-    worker = embedded.model_copy(update={"model": TINY_MODEL, "path": str(tiny_model)})
+    backend = embedded.backend.model_copy(update={"model": TINY_MODEL, "path": str(tiny_model)})
+    worker = embedded.model_copy(update={"backend": backend})
     path = workdir / "tiny-pool.yaml"
     data = pool.model_copy(update={"workers": [worker]}).model_dump(mode="json", exclude_defaults=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

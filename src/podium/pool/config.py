@@ -104,13 +104,15 @@ class WorkerConfig(Config):
 
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The entry as written: the backend's fields beside the worker's own."""
+        """The entry as written: the backend's fields beside the worker's own, and always its ``model`` (which a
+        worker must name, even where its spec has a default that a dump without defaults would leave out)."""
         data = handler(self)
         backend = dict(data.pop("backend", None) or {})
         kind = backend.pop("kind", self.backend.kind)
         if kind == "http":
             backend = {key: value for key, value in backend.items() if key not in HTTP_CALL_LIMITS}
-        return {"name": data.pop("name", self.name), "backend": kind, **backend, **data}
+        model = backend.pop("model", self.backend.model)
+        return {"name": data.pop("name", self.name), "backend": kind, "model": model, **backend, **data}
 
 
 HTTP_CALL_LIMITS = ("timeout_s", "max_retries")
