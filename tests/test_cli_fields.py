@@ -215,15 +215,15 @@ OUTPUT_MODES = {"--config", "--json", "--verbose", "-v"}
 """What a command may write by hand: its config file, and how it prints (no setting of what it does)."""
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["env list", "env replay", "env run", "env score", "run", "ask", "tools call", "tools list", "mcp serve", "serve",
-     "serve-model", "check"],
-)  # fmt: skip
-def test_every_option_of_these_commands_is_a_config_field(name):
-    written, generated = option_flags(every_command()[name])
-    assert set(written) - OUTPUT_MODES == set()
-    assert generated
+READS_FILES_INTO_A_FIELD = {"data preferences": {"--latencies-from"}}
+"""Hand-written options that are not settings but inputs read into one (``podium eval`` runs whose latencies fill
+the preference stage's ``latencies`` field)."""
+
+
+@pytest.mark.parametrize("name", sorted(every_command()))
+def test_every_option_of_every_command_is_a_config_field(name):
+    written, _ = option_flags(every_command()[name])
+    assert set(written) - OUTPUT_MODES == READS_FILES_INTO_A_FIELD.get(name, set())
 
 
 def test_a_served_port_out_of_range_is_named_by_its_flag_or_by_its_file_line(tmp_path):
